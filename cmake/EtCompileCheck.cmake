@@ -1,0 +1,31 @@
+# Run by CTest: compiles one source and checks the outcome.
+#   MODE=pass  the compiler must succeed.
+#   MODE=fail  the compiler must fail with exactly one error line, and that line must
+#              match EXPECT (our static_assert message), so a user sees one readable line.
+# Inputs: COMPILER, ARGS (a |-separated list), SOURCE, MODE, EXPECT.
+string(REPLACE "|" ";" arg_list "${ARGS}")
+execute_process(COMMAND ${COMPILER} ${arg_list} ${SOURCE}
+  RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(log "${out}${err}")
+# CMake lists split on ';': keep the compiler's semicolons out of the way (EXPECT uses '.').
+string(REPLACE ";" "," log "${log}")
+if(MODE STREQUAL "pass")
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "expected ${SOURCE} to compile, but it failed:\n${log}")
+  endif()
+  return()
+endif()
+if(status EQUAL 0)
+  message(FATAL_ERROR "expected ${SOURCE} to fail to compile, but it compiled")
+endif()
+# gcc: "file:12:3: error: ..."; nvcc's front end: "file(12): error: ..."
+string(REGEX MATCHALL "(:[0-9]+:[0-9]+: |\\([0-9]+\\): )error[^\n]*" errors "${log}")
+list(LENGTH errors count)
+if(NOT count EQUAL 1)
+  message(FATAL_ERROR "expected exactly one error line, got ${count}:\n${log}")
+endif()
+list(GET errors 0 first)
+if(NOT first MATCHES "${EXPECT}")
+  message(FATAL_ERROR "the error line does not carry the expected message\n  expected: ${EXPECT}\n  got: ${first}\n${log}")
+endif()
+message(STATUS "failed as expected: ${first}")

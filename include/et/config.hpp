@@ -1,0 +1,24 @@
+// Host/device annotations and build-mode detection, defined once for the whole library.
+#pragma once
+
+#if defined(__CUDACC__)
+#define ET_HD __host__ __device__ inline
+#define ET_DEVICE_COMPILER 1
+#else
+#define ET_HD inline
+#endif
+
+// The CUDA runtime (cudart) is usable from plain C++ translation units when the
+// et::et target found a CUDA toolkit (it defines ET_WITH_CUDA). Kernels, however,
+// can only be compiled by nvcc: see ET_DEVICE_COMPILER.
+#if defined(__CUDACC__) || defined(ET_WITH_CUDA)
+#define ET_HAS_CUDA_RUNTIME 1
+#include <cuda_runtime.h>
+#endif
+
+// Loop unrolling hint for device code; host compilers unroll on their own.
+#if defined(__CUDA_ARCH__)
+#define ET_UNROLL _Pragma("unroll")
+#else
+#define ET_UNROLL
+#endif

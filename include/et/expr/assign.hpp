@@ -1,0 +1,114 @@
+// How a whole assignment runs: static checks (devices, rank, truncation), shape checks,
+// aliasing, then exactly one evaluation on the destination's device.
+#pragma once
+
+#include <string>
+#include <type_traits>
+
+#include "et/backend/cpu/elementwise.hpp"
+#include "et/expr/evaluator.hpp"
+#include "et/tensor.hpp"
+
+#if defined(ET_DEVICE_COMPILER)
+#include "et/backend/cuda/elementwise.hpp"
+#endif
+
+namespace et::detail {
+
+/// Throws ShapeError unless `from` broadcasts to exactly `to` (trailing axes aligned).
+template <std::size_t To, std::size_t From>
+void check_assignable(const std::array<std::int64_t, To>& to, const std::array<std::int64_t, From>& from) {
+  for (std::size_t k = 0; k != From; ++k) {
+    const std::int64_t extent = from[From - 1 - k];
+    if (extent != 1 && extent != to[To - 1 - k])
+      throw ShapeError("et: cannot assign an expression of shape " + format_shape(from) + " to a tensor of shape " +
+                       format_shape(to));
+  }
+}
+
+/// True when some operand shares the destination's storage but would read other elements
+/// than the one being written at the same index: then a temporary keeps the result right.
+template <class T, int R, class D, class E>
+bool reads_overlap_writes(const Tensor<T, R, D>& dst, const E& expr) {
+  bool overlap = false;
+  for_each_leaf(expr, [&](const auto& leaf) {
+    using Leaf = std::remove_cvref_t<decltype(leaf)>;
+    if constexpr (is_tensor_v<Leaf>) {
+      if (!leaf.storage() || leaf.storage() != dst.storage()) return;
+      bool same_elements = static_cast<const void*>(leaf.data()) == static_cast<const void*>(dst.data()) &&
+                           sizeof(typename Leaf::value_type) == sizeof(T);
+      const auto strides = broadcast_strides(leaf.shape(), leaf.strides(), dst.shape());
+      for (int d = 0; d < R; ++d)
+        if (dst.shape()[d] != 1 && strides[d] != dst.strides()[d]) same_elements = false;
+      overlap = overlap || !same_elements;
+    }
+  });
+  return overlap;
+}
+
+#if !defined(ET_DEVICE_COMPILER)
+// A class, so that the message appears once per device rather than once per expression.
+template <class D>
+struct cuda_evaluation_needs_nvcc {
+  static_assert(never<D>,
+                "et: evaluating an expression on a CUDA device needs nvcc: compile this file as CUDA "
+                "(a .cu file, or LANGUAGE CUDA); plain C++ files may create, copy (.to) and read CUDA "
+                "tensors but cannot run kernels");
+};
+#endif
+
+template <class T, int R, class D, class E>
+void run_on_device(const Tensor<T, R, D>& dst, const E& expr) {
+  if constexpr (std::is_same_v<D, Cpu>) {
+    cpu_backend::run_elementwise(dst, expr);
+  } else {
+#if defined(ET_DEVICE_COMPILER)
+    cuda_backend::run_elementwise(dst, expr);
+#else
+    [[maybe_unused]] cuda_evaluation_needs_nvcc<D> report;
+#endif
+  }
+}
+
+template <class T, int Rank, class D, class E>
+void assign(Tensor<T, Rank, D>& dst, const E& expr) {
+  [[maybe_unused]] const auto checked = common_device_of<D, typename E::device_type>();
+  constexpr bool rank_fits = E::rank <= Rank;
+  constexpr bool no_truncation = std::is_floating_point_v<T> || !std::is_floating_point_v<typename E::value_type>;
+  static_assert(rank_fits, "et: cannot assign an expression to a tensor of lower rank");
+  static_assert(no_truncation,
+                "et: assigning a floating-point expression to an integer or bool tensor would truncate; "
+                "convert explicitly with et::cast<T>(expr)");
+  if constexpr (rank_fits && no_truncation) {  // after a failed check, report nothing more
+    if (!dst.defined()) {
+      Shape<Rank> shape;
+      shape.fill(1);
+      dst = Tensor<T, Rank, D>::allocate(broadcast_shape(shape, expr.shape()));
+    }
+    check_assignable(dst.shape(), expr.shape());
+    if (dst.numel() == 0) return;
+    if (reads_overlap_writes(dst, expr)) {
+      const Tensor<T, Rank, D> temporary = Tensor<T, Rank, D>::allocate(dst.shape());
+      run_on_device(temporary, expr);
+      run_on_device(dst, temporary);
+      return;
+    }
+    run_on_device(dst, expr);
+  }
+}
+
+/// Evaluates an expression into a new contiguous tensor of its own shape and rank.
+template <Expression E>
+auto eval(const E& expr) {
+  using D = typename E::device_type;
+  static_assert(Device<D>, "et: eval() needs an expression with at least one tensor (scalars have no device)");
+  Tensor<typename E::value_type, E::rank, D> out;  // undefined: assign allocates it
+  assign(out, expr);
+  return out;
+}
+
+}  // namespace et::detail
+
+namespace et {
+using detail::eval;
+}

@@ -1,0 +1,211 @@
+// Elementwise functors. Each one is the whole definition of an operation: it takes its
+// operands in their own element types, promotes them (types.hpp) and computes. The
+// same code runs in CUDA kernels and in the CPU loop. Adding a function = one functor
+// here + one named function in operators.hpp.
+#pragma once
+
+#include <math.h>
+
+#include <type_traits>
+
+#include "et/config.hpp"
+#include "et/types.hpp"
+
+namespace et::detail {
+
+namespace math {
+// Overloads on float and double of the C library's functions, callable on host and device.
+#define ET_MATH_UNARY(NAME)                              \
+  ET_HD float NAME(float x) { return ::NAME##f(x); }     \
+  ET_HD double NAME(double x) { return ::NAME(x); }
+ET_MATH_UNARY(exp)
+ET_MATH_UNARY(log)
+ET_MATH_UNARY(log1p)
+ET_MATH_UNARY(sqrt)
+ET_MATH_UNARY(sin)
+ET_MATH_UNARY(cos)
+ET_MATH_UNARY(tanh)
+ET_MATH_UNARY(erf)
+ET_MATH_UNARY(fabs)
+#undef ET_MATH_UNARY
+ET_HD float pow(float x, float p) { return ::powf(x, p); }
+ET_HD double pow(double x, double p) { return ::pow(x, p); }
+ET_HD float rsqrt(float x) {
+#if defined(__CUDA_ARCH__)
+  return ::rsqrtf(x);
+#else
+  return 1.0f / ::sqrtf(x);
+#endif
+}
+ET_HD double rsqrt(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::rsqrt(x);
+#else
+  return 1.0 / ::sqrt(x);
+#endif
+}
+}  // namespace math
+
+template <class T>
+ET_HD bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>) return x != x;
+  else return false;
+}
+
+/// Integer arithmetic wraps (two's complement) instead of being undefined on overflow.
+template <class C, class F>
+ET_HD C arithmetic(C a, C b, F f) {
+  if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(f(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return static_cast<C>(f(a, b));
+  }
+}
+
+struct PlusFn {
+  template <class X> ET_HD X operator()(X a, X b) const { return a + b; }
+};
+struct MinusFn {
+  template <class X> ET_HD X operator()(X a, X b) const { return a - b; }
+};
+struct TimesFn {
+  template <class X> ET_HD X operator()(X a, X b) const { return a * b; }
+};
+
+/// +, -, * on the promoted type (integers wrap).
+template <class Fn>
+struct Arithmetic {
+  template <class A, class B> ET_HD auto operator()(A a, B b) const {
+    using C = promote_t<A, B>;
+    return arithmetic<C>(C(a), C(b), Fn{});
+  }
+};
+using Add = Arithmetic<PlusFn>;
+using Sub = Arithmetic<MinusFn>;
+using Mul = Arithmetic<TimesFn>;
+/// True division, as in PyTorch: integers divide as float (3 / 2 == 1.5).
+struct Div {
+  template <class A, class B> ET_HD auto operator()(A a, B b) const {
+    using C = floating_t<promote_t<A, B>>;
+    return C(a) / C(b);
+  }
+};
+struct Pow {
+  template <class A, class B> ET_HD auto operator()(A a, B b) const {
+    using C = floating_t<promote_t<A, B>>;
+    return math::pow(C(a), C(b));
+  }
+};
+/// NaN-propagating, like torch.maximum (unlike IEEE fmax).
+struct Maximum {
+  template <class A, class B> ET_HD auto operator()(A a, B b) const {
+    using C = promote_t<A, B>;
+    const C x = C(a), y = C(b);
+    if (is_nan(x)) return x;
+    if (is_nan(y)) return y;
+    return x > y ? x : y;
+  }
+};
+struct Minimum {
+  template <class A, class B> ET_HD auto operator()(A a, B b) const {
+    using C = promote_t<A, B>;
+    const C x = C(a), y = C(b);
+    if (is_nan(x)) return x;
+    if (is_nan(y)) return y;
+    return x < y ? x : y;
+  }
+};
+
+/// Comparisons promote both sides, then compare; the result is a bool mask.
+template <class Relation>
+struct Comparison {
+  template <class A, class B> ET_HD bool operator()(A a, B b) const {
+    using C = promote_t<A, B>;
+    return Relation{}(C(a), C(b));
+  }
+};
+struct EqualTo { template <class X> ET_HD bool operator()(X a, X b) const { return a == b; } };
+struct NotEqualTo { template <class X> ET_HD bool operator()(X a, X b) const { return a != b; } };
+struct LessThan { template <class X> ET_HD bool operator()(X a, X b) const { return a < b; } };
+struct LessOrEqual { template <class X> ET_HD bool operator()(X a, X b) const { return a <= b; } };
+struct GreaterThan { template <class X> ET_HD bool operator()(X a, X b) const { return a > b; } };
+struct GreaterOrEqual { template <class X> ET_HD bool operator()(X a, X b) const { return a >= b; } };
+using Equal = Comparison<EqualTo>;
+using NotEqual = Comparison<NotEqualTo>;
+using Less = Comparison<LessThan>;
+using LessEqual = Comparison<LessOrEqual>;
+using Greater = Comparison<GreaterThan>;
+using GreaterEqual = Comparison<GreaterOrEqual>;
+
+struct Negate {
+  template <class A> ET_HD A operator()(A a) const {
+    static_assert(!std::is_same_v<A, bool>, "et: negating a bool mask is not defined; compare with == false instead");
+    if constexpr (std::is_floating_point_v<A>) return -a;  // -(+0.0) is -0.0, as in PyTorch
+    else return arithmetic<A>(A(0), a, MinusFn{});
+  }
+};
+struct Abs {
+  template <class A> ET_HD A operator()(A a) const {
+    if constexpr (std::is_floating_point_v<A>) return math::fabs(a);
+    else if constexpr (std::is_same_v<A, bool>) return a;
+    else return a < 0 ? arithmetic<A>(A(0), a, MinusFn{}) : a;
+  }
+};
+struct Square {
+  template <class A> ET_HD A operator()(A a) const { return arithmetic<A>(a, a, TimesFn{}); }
+};
+/// relu(NaN) is NaN, as in PyTorch.
+struct Relu {
+  template <class A> ET_HD A operator()(A a) const { return a < A(0) ? A(0) : a; }
+};
+
+/// Math functions compute in floating_t<A>: integer and bool inputs give float results.
+template <class Fn>
+struct FloatingUnary {
+  template <class A> ET_HD auto operator()(A a) const { return Fn::apply(floating_t<A>(a)); }
+};
+struct ExpFn { template <class C> ET_HD static C apply(C x) { return math::exp(x); } };
+struct LogFn { template <class C> ET_HD static C apply(C x) { return math::log(x); } };
+struct Log1pFn { template <class C> ET_HD static C apply(C x) { return math::log1p(x); } };
+struct SqrtFn { template <class C> ET_HD static C apply(C x) { return math::sqrt(x); } };
+struct RsqrtFn { template <class C> ET_HD static C apply(C x) { return math::rsqrt(x); } };
+struct SinFn { template <class C> ET_HD static C apply(C x) { return math::sin(x); } };
+struct CosFn { template <class C> ET_HD static C apply(C x) { return math::cos(x); } };
+struct TanhFn { template <class C> ET_HD static C apply(C x) { return math::tanh(x); } };
+struct SigmoidFn { template <class C> ET_HD static C apply(C x) { return C(1) / (C(1) + math::exp(-x)); } };
+/// The exact (erf) form: PyTorch's default, approximate='none'.
+struct GeluFn {
+  template <class C> ET_HD static C apply(C x) { return C(0.5) * x * (C(1) + math::erf(x * C(0.70710678118654752440))); }
+};
+using Exp = FloatingUnary<ExpFn>;
+using Log = FloatingUnary<LogFn>;
+using Log1p = FloatingUnary<Log1pFn>;
+using Sqrt = FloatingUnary<SqrtFn>;
+using Rsqrt = FloatingUnary<RsqrtFn>;
+using Sin = FloatingUnary<SinFn>;
+using Cos = FloatingUnary<CosFn>;
+using Tanh = FloatingUnary<TanhFn>;
+using Sigmoid = FloatingUnary<SigmoidFn>;
+using Gelu = FloatingUnary<GeluFn>;
+
+/// clamp(x, lo, hi) = minimum(maximum(x, lo), hi); NaN in x propagates.
+struct Clamp {
+  template <class A, class L, class H> ET_HD auto operator()(A a, L lo, H hi) const {
+    using C = promote_t<promote_t<A, L>, H>;
+    return Minimum{}(Maximum{}(C(a), C(lo)), C(hi));
+  }
+};
+/// where(mask, a, b): a where mask is true (non-zero), else b.
+struct Where {
+  template <class M, class A, class B> ET_HD auto operator()(M mask, A a, B b) const {
+    using C = promote_t<A, B>;
+    return static_cast<bool>(mask) ? C(a) : C(b);
+  }
+};
+template <class U>
+struct Cast {
+  template <class A> ET_HD U operator()(A a) const { return static_cast<U>(a); }
+};
+
+}  // namespace et::detail

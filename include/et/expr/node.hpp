@@ -1,0 +1,128 @@
+// Expression nodes: what an expression IS (its children, element type, rank,
+// device and broadcast shape). How a node is evaluated lives in evaluator.hpp;
+// how a whole assignment runs on a device lives in backend/.
+#pragma once
+
+#include <algorithm>
+#include <concepts>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "et/config.hpp"
+#include "et/device.hpp"
+#include "et/layout.hpp"
+#include "et/types.hpp"
+
+namespace et {
+
+namespace detail {
+/// Base of every expression node, tensors included.
+struct ExprTag {};
+}  // namespace detail
+
+/// Anything that can be evaluated elementwise: tensors and lazy expression nodes.
+template <class E>
+concept Expression = std::derived_from<std::remove_cvref_t<E>, detail::ExprTag>;
+
+/// An operand of an elementwise operator: an expression or a plain C++ scalar.
+template <class X>
+concept Operand = Expression<X> || Scalar<X>;
+
+namespace detail {
+
+/// A plain C++ value inside an expression; rank 0, on every device.
+template <class T>
+struct ScalarExpr : ExprTag {
+  using value_type = T;
+  using device_type = AnyDevice;
+  static constexpr int rank = 0;
+  T value;
+  explicit ScalarExpr(T v) : value(v) {}
+  Shape<0> shape() const { return {}; }
+};
+
+template <std::size_t A>
+const std::array<std::int64_t, A>& broadcast_all(const std::array<std::int64_t, A>& a) {
+  return a;
+}
+template <std::size_t A, std::size_t B, class... Rest>
+auto broadcast_all(const std::array<std::int64_t, A>& a, const std::array<std::int64_t, B>& b, const Rest&... rest) {
+  return broadcast_all(broadcast_shape(a, b), rest...);
+}
+
+/// An elementwise function Op applied to broadcast children. Children are held by
+/// value (tensors are cheap handles), so an expression never dangles.
+template <class Op, class... Children>
+class MapExpr : public ExprTag {
+ public:
+  using value_type = decltype(Op{}(std::declval<typename Children::value_type>()...));
+  using device_type = common_device_t<typename Children::device_type...>;
+  static constexpr int rank = std::max({Children::rank...});
+
+  explicit MapExpr(const Children&... children)
+      : children_(children...), shape_(broadcast_all(children.shape()...)) {}
+
+  const Shape<rank>& shape() const { return shape_; }
+  const std::tuple<Children...>& children() const { return children_; }
+
+ private:
+  std::tuple<Children...> children_;
+  Shape<rank> shape_;
+};
+
+/// A value computed from the linear (row-major) index alone: ranges and random numbers.
+/// Gen is a device-copyable functor `value_type operator()(std::int64_t) const`.
+template <class Gen, int Rank, class D>
+class GeneratorExpr : public ExprTag {
+ public:
+  using value_type = typename Gen::value_type;
+  using device_type = D;
+  static constexpr int rank = Rank;
+
+  GeneratorExpr(Gen gen, const Shape<Rank>& shape) : gen_(gen), shape_(shape) {}
+  const Shape<Rank>& shape() const { return shape_; }
+  const Gen& generator() const { return gen_; }
+
+ private:
+  Gen gen_;
+  Shape<Rank> shape_;
+};
+
+/// Wraps a C++ scalar in the element type it takes beside an expression of type T.
+template <class T, class X>
+auto as_operand(const X& x) {
+  if constexpr (Expression<X>) return x;
+  else return ScalarExpr<scalar_type_t<T, X>>(static_cast<scalar_type_t<T, X>>(x));
+}
+
+/// The promoted element type of the expression operands in a list (void if none):
+/// it decides the type the scalars in that list take.
+template <class Acc, class X>
+constexpr auto promote_step() {
+  if constexpr (!Expression<X>) return std::type_identity<Acc>{};
+  else if constexpr (std::is_void_v<Acc>) return std::type_identity<typename X::value_type>{};
+  else return std::type_identity<promote_t<Acc, typename X::value_type>>{};
+}
+template <class Acc, class... Xs>
+struct operands_value_type {
+  using type = Acc;
+};
+template <class Acc, class X, class... Rest>
+struct operands_value_type<Acc, X, Rest...> {
+  using type = typename operands_value_type<typename decltype(promote_step<Acc, X>())::type, Rest...>::type;
+};
+
+/// Builds MapExpr<Op, ...> from operands, at least one of which is an expression.
+/// Device mismatches stop compilation here, with a message naming both devices.
+template <class Op, class... Xs>
+auto make_map(const Xs&... xs) {
+  using T = typename operands_value_type<void, Xs...>::type;
+  static_assert(!std::is_void_v<T>, "et: an elementwise operation needs at least one tensor or expression");
+  using Result = MapExpr<Op, decltype(as_operand<T>(xs))...>;
+  using Checked [[maybe_unused]] = typename Result::device_type;
+  return Result(as_operand<T>(xs)...);
+}
+
+}  // namespace detail
+}  // namespace et

@@ -1,0 +1,121 @@
+// Shapes, strides and NumPy broadcasting: host-side arithmetic on extents.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "et/runtime/error.hpp"
+
+namespace et {
+
+/// Extents of a rank-R tensor, outermost first.
+template <int R>
+using Shape = std::array<std::int64_t, R>;
+
+/// "[2, 3, 4]"
+template <std::size_t R>
+std::string format_shape(const std::array<std::int64_t, R>& shape) {
+  std::string text = "[";
+  for (std::size_t d = 0; d != R; ++d) text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + "]";
+}
+
+namespace detail {
+
+/// Element count of a shape; throws ShapeError for a negative extent or a count past int64.
+template <std::size_t R>
+std::int64_t checked_numel(const std::array<std::int64_t, R>& shape) {
+  std::int64_t count = 1;
+  for (std::size_t d = 0; d != R; ++d) {
+    if (shape[d] < 0)
+      throw ShapeError("et: negative extent " + std::to_string(shape[d]) + " at axis " + std::to_string(d) +
+                       " of shape " + format_shape(shape));
+  }
+  for (std::size_t d = 0; d != R; ++d) {
+    if (shape[d] == 0) return 0;
+  }
+  for (std::size_t d = 0; d != R; ++d) {
+    if (count > std::numeric_limits<std::int64_t>::max() / shape[d])
+      throw ShapeError("et: shape " + format_shape(shape) + " has more elements than fit in 64 bits");
+    count *= shape[d];
+  }
+  return count;
+}
+
+template <std::size_t R>
+std::array<std::int64_t, R> contiguous_strides(const std::array<std::int64_t, R>& shape) {
+  std::array<std::int64_t, R> strides{};
+  std::int64_t step = 1;
+  for (std::size_t d = R; d-- > 0;) {
+    strides[d] = step;
+    step *= shape[d] > 0 ? shape[d] : 1;
+  }
+  return strides;
+}
+
+/// Row-major contiguity; axes of extent 1 may carry any stride.
+template <std::size_t R>
+bool is_contiguous_layout(const std::array<std::int64_t, R>& shape, const std::array<std::int64_t, R>& strides) {
+  std::int64_t expected = 1;
+  for (std::size_t d = R; d-- > 0;) {
+    if (shape[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+
+/// NumPy broadcasting of two shapes of possibly different ranks (trailing axes aligned).
+template <std::size_t A, std::size_t B>
+auto broadcast_shape(const std::array<std::int64_t, A>& a, const std::array<std::int64_t, B>& b) {
+  constexpr std::size_t R = A > B ? A : B;
+  std::array<std::int64_t, R> out{};
+  for (std::size_t k = 0; k != R; ++k) {  // k counts from the last axis
+    const std::int64_t ea = std::cmp_less(k, A) ? a[A - 1 - k] : 1;
+    const std::int64_t eb = std::cmp_less(k, B) ? b[B - 1 - k] : 1;
+    if (ea != eb && ea != 1 && eb != 1)
+      throw ShapeError("et: shapes " + format_shape(a) + " and " + format_shape(b) +
+                       " do not broadcast: axis " + std::to_string(-static_cast<long>(k) - 1) + " has extents " +
+                       std::to_string(ea) + " and " + std::to_string(eb));
+    out[R - 1 - k] = ea == 1 ? eb : ea;
+  }
+  return out;
+}
+
+/// Strides of an operand read in the index space of a broadcast result of rank OutR:
+/// missing leading axes and stretched size-1 axes get stride 0.
+template <std::size_t OutR, std::size_t R>
+std::array<std::int64_t, OutR> broadcast_strides(const std::array<std::int64_t, R>& shape,
+                                                 const std::array<std::int64_t, R>& strides,
+                                                 const std::array<std::int64_t, OutR>& out_shape) {
+  static_assert(R <= OutR, "et: an operand cannot have a higher rank than the result it is read into");
+  std::array<std::int64_t, OutR> out{};
+  for (std::size_t k = 0; k != R; ++k) {
+    const std::size_t d = R - 1 - k, od = OutR - 1 - k;
+    out[od] = (shape[d] == 1 && out_shape[od] != 1) ? 0 : strides[d];
+  }
+  return out;
+}
+
+/// Largest element offset reachable through a layout (strides are non-negative).
+template <std::size_t R>
+std::int64_t max_offset(const std::array<std::int64_t, R>& shape, const std::array<std::int64_t, R>& strides) {
+  std::int64_t offset = 0;
+  for (std::size_t d = 0; d != R; ++d) offset += (shape[d] > 0 ? shape[d] - 1 : 0) * strides[d];
+  return offset;
+}
+
+/// Normalizes a possibly negative axis; throws ShapeError naming the rank.
+inline int normalize_axis(int axis, int rank) {
+  const int normalized = axis < 0 ? axis + rank : axis;
+  if (normalized < 0 || normalized >= rank)
+    throw ShapeError("et: axis " + std::to_string(axis) + " is out of range for a tensor of rank " +
+                     std::to_string(rank));
+  return normalized;
+}
+
+}  // namespace detail
+}  // namespace et

@@ -1,0 +1,190 @@
+// Tensor creation: empty zeros ones full arange linspace rand randn from_vector.
+// Shapes are braced lists of extents ({rows, cols}) or et::Shape<R> values.
+// zeros, empty and from_vector run no kernel (they work in plain C++ files for CUDA
+// tensors too); full, ones, arange, linspace, rand and randn evaluate one kernel.
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "et/expr/assign.hpp"
+#include "et/ops/random.hpp"
+
+namespace et {
+
+namespace detail {
+template <std::size_t R>
+std::array<std::int64_t, R> to_shape(const std::int64_t (&extents)[R]) {
+  std::array<std::int64_t, R> shape{};
+  for (std::size_t d = 0; d != R; ++d) shape[d] = extents[d];
+  return shape;
+}
+
+template <class T, int R, class D, class Gen>
+Tensor<T, R, D> generate(const Shape<R>& shape, Gen gen) {
+  Tensor<T, R, D> out = Tensor<T, R, D>::allocate(shape);
+  assign(out, GeneratorExpr<Gen, R, D>(gen, shape));
+  return out;
+}
+
+/// start + i * step, accumulated in double for floating types and int64 for integers.
+template <class T>
+struct RangeGenerator {
+  using value_type = T;
+  using Accumulate = std::conditional_t<std::is_floating_point_v<T>, double, std::int64_t>;
+  Accumulate start, step;
+  ET_HD T operator()(std::int64_t i) const { return static_cast<T>(start + static_cast<Accumulate>(i) * step); }
+};
+
+/// Evenly spaced from a to b, computed from both ends (as PyTorch does) so b is exact.
+template <class T>
+struct LinspaceGenerator {
+  using value_type = T;
+  double start, end, step;
+  std::int64_t count;
+  ET_HD T operator()(std::int64_t i) const {
+    return static_cast<T>(2 * i < count ? start + step * static_cast<double>(i)
+                                        : end - step * static_cast<double>(count - 1 - i));
+  }
+};
+
+inline void check_finite(double value, const char* what) {
+  if (!std::isfinite(value)) throw Error(std::string("et: ") + what + " must be finite, got " + std::to_string(value));
+}
+}  // namespace detail
+
+/// Uninitialized contiguous tensor. Throws ShapeError for negative or overflowing extents,
+/// et::Error for a CUDA device past device_count(), et::OutOfMemory when allocation fails.
+template <Element T, Device D, std::size_t R>
+Tensor<T, int(R), D> empty(D, const std::array<std::int64_t, R>& shape) {
+  return Tensor<T, int(R), D>::allocate(shape);
+}
+template <Element T, Device D, std::size_t R>
+auto empty(D dev, const std::int64_t (&shape)[R]) {
+  return empty<T>(dev, detail::to_shape(shape));
+}
+
+/// All zeros (a memset: no kernel).
+template <Element T, Device D, std::size_t R>
+Tensor<T, int(R), D> zeros(D, const std::array<std::int64_t, R>& shape) {
+  Tensor<T, int(R), D> out = Tensor<T, int(R), D>::allocate(shape);
+  const std::size_t bytes = static_cast<std::size_t>(out.numel()) * sizeof(T);
+  if constexpr (D::is_cuda) {
+#if defined(ET_HAS_CUDA_RUNTIME)
+    detail::DeviceGuard guard(D::index);
+    if (bytes) ET_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, bytes, detail::default_stream(D::index)));
+#endif
+  } else if (bytes) {
+    std::memset(static_cast<void*>(out.data()), 0, bytes);
+  }
+  return out;
+}
+template <Element T, Device D, std::size_t R>
+auto zeros(D dev, const std::int64_t (&shape)[R]) {
+  return zeros<T>(dev, detail::to_shape(shape));
+}
+
+/// Every element equal to value (converted to T).
+template <Element T, Device D, std::size_t R, Scalar S>
+Tensor<T, int(R), D> full(D, const std::array<std::int64_t, R>& shape, S value) {
+  Tensor<T, int(R), D> out = Tensor<T, int(R), D>::allocate(shape);
+  out = static_cast<T>(value);
+  return out;
+}
+template <Element T, Device D, std::size_t R, Scalar S>
+auto full(D dev, const std::int64_t (&shape)[R], S value) {
+  return full<T>(dev, detail::to_shape(shape), value);
+}
+
+template <Element T, Device D, std::size_t R>
+Tensor<T, int(R), D> ones(D dev, const std::array<std::int64_t, R>& shape) {
+  return full<T>(dev, shape, 1);
+}
+template <Element T, Device D, std::size_t R>
+auto ones(D dev, const std::int64_t (&shape)[R]) {
+  return ones<T>(dev, detail::to_shape(shape));
+}
+
+/// start, start + step, ... up to but excluding end: ceil((end - start) / step) elements.
+/// Throws et::Error for a zero or non-finite step, ShapeError for a negative count.
+template <Element T, Device D>
+Tensor<T, 1, D> arange(D, double start, double end, double step = 1) {
+  detail::check_finite(start, "arange start");
+  detail::check_finite(end, "arange end");
+  detail::check_finite(step, "arange step");
+  if (step == 0) throw Error("et: arange step must not be zero");
+  const double count = std::ceil((end - start) / step);
+  if (count < 0 || count > 9.0e18)
+    throw ShapeError("et: arange(" + std::to_string(start) + ", " + std::to_string(end) + ", " + std::to_string(step) +
+                     ") would have " + std::to_string(count) + " elements");
+  using Gen = detail::RangeGenerator<T>;
+  return detail::generate<T, 1, D>(Shape<1>{static_cast<std::int64_t>(count)},
+                                   Gen{static_cast<typename Gen::Accumulate>(start),
+                                       static_cast<typename Gen::Accumulate>(step)});
+}
+/// 0, 1, ..., n - 1.
+template <Element T, Device D>
+Tensor<T, 1, D> arange(D, std::int64_t n) {
+  if (n < 0) throw ShapeError("et: arange needs a non-negative count, got " + std::to_string(n));
+  using Gen = detail::RangeGenerator<T>;
+  return detail::generate<T, 1, D>(Shape<1>{n}, Gen{0, 1});
+}
+
+/// n evenly spaced values from a to b inclusive (n == 1 gives a).
+template <Element T, Device D>
+Tensor<T, 1, D> linspace(D, double a, double b, std::int64_t n) {
+  detail::check_finite(a, "linspace start");
+  detail::check_finite(b, "linspace end");
+  if (n < 0) throw ShapeError("et: linspace needs a non-negative count, got " + std::to_string(n));
+  const double step = n > 1 ? (b - a) / static_cast<double>(n - 1) : 0.0;
+  return detail::generate<T, 1, D>(Shape<1>{n}, detail::LinspaceGenerator<T>{a, b, step, n});
+}
+
+/// Uniform on [0, 1). Element i depends only on (seed, i): identical on every device.
+template <Element T, Device D, std::size_t R>
+Tensor<T, int(R), D> rand(D, const std::array<std::int64_t, R>& shape, std::uint64_t seed) {
+  return detail::generate<T, int(R), D>(shape, detail::UniformGenerator<T>{seed});
+}
+template <Element T, Device D, std::size_t R>
+auto rand(D dev, const std::int64_t (&shape)[R], std::uint64_t seed) {
+  return rand<T>(dev, detail::to_shape(shape), seed);
+}
+
+/// Standard normal. Element i depends only on (seed, i): bit-identical on every device.
+template <Element T, Device D, std::size_t R>
+Tensor<T, int(R), D> randn(D, const std::array<std::int64_t, R>& shape, std::uint64_t seed) {
+  return detail::generate<T, int(R), D>(shape, detail::NormalGenerator<T>{seed});
+}
+template <Element T, Device D, std::size_t R>
+auto randn(D dev, const std::int64_t (&shape)[R], std::uint64_t seed) {
+  return randn<T>(dev, detail::to_shape(shape), seed);
+}
+
+/// Host data in (row-major), any device out. Throws ShapeError if the vector's size
+/// differs from the shape's element count.
+template <Device D, Element T, std::size_t R>
+Tensor<T, int(R), D> from_vector(D, const std::vector<T>& values, const std::array<std::int64_t, R>& shape) {
+  Tensor<T, int(R), D> out = Tensor<T, int(R), D>::allocate(shape);
+  if (static_cast<std::int64_t>(values.size()) != out.numel())
+    throw ShapeError("et: from_vector got " + std::to_string(values.size()) + " values for shape " +
+                     format_shape(shape) + " (" + std::to_string(out.numel()) + " elements)");
+  if constexpr (std::is_same_v<T, bool>) {
+    const std::vector<unsigned char> bytes(values.begin(), values.end());
+    detail::copy_bytes(D::index, out.data(), -1, bytes.data(), bytes.size());
+  } else {
+    detail::copy_bytes(D::index, out.data(), -1, values.data(), values.size() * sizeof(T));
+  }
+  return out;
+}
+template <Device D, Element T, std::size_t R>
+auto from_vector(D dev, const std::vector<T>& values, const std::int64_t (&shape)[R]) {
+  return from_vector(dev, values, detail::to_shape(shape));
+}
+/// A 1-D tensor of the vector's values.
+template <Device D, Element T>
+Tensor<T, 1, D> from_vector(D dev, const std::vector<T>& values) {
+  return from_vector(dev, values, Shape<1>{static_cast<std::int64_t>(values.size())});
+}
+
+}  // namespace et

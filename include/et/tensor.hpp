@@ -1,0 +1,234 @@
+// Tensor<T, Rank, D>: a handle to shared, reference-counted storage on device D plus
+// a layout (shape, strides in elements, offset). Copying a handle aliases the storage
+// (as in PyTorch); clone() copies the data.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "et/device.hpp"
+#include "et/expr/functors.hpp"
+#include "et/expr/node.hpp"
+#include "et/layout.hpp"
+#include "et/runtime/memory.hpp"
+#include "et/types.hpp"
+
+namespace et {
+
+template <Element T, int Rank, Device D>
+class Tensor;
+
+namespace detail {
+// Defined in expr/assign.hpp: evaluates `expr` into `dst` (one kernel or one loop).
+template <class T, int Rank, class D, class E>
+void assign(Tensor<T, Rank, D>& dst, const E& expr);
+}  // namespace detail
+
+/// A tensor of element type T (float, double, int32, int64, bool) and rank Rank on device D.
+///
+/// Assignment has two meanings, as names and slices have in PyTorch:
+///  - `a = b;` with b a Tensor of the same type rebinds the handle a (no data moves);
+///  - `a = expr;` (any other expression or scalar) evaluates into a's existing storage,
+///    as does assigning to a temporary view (`x.slice(...) = y`) and `a.copy_(b)`.
+/// A default-constructed tensor is undefined: assigning an expression to it allocates.
+template <Element T, int Rank, Device D = Cpu>
+class Tensor : public detail::ExprTag {
+  static_assert(Rank >= 0, "et: a tensor's rank cannot be negative");
+
+ public:
+  using value_type = T;
+  using device_type = D;
+  static constexpr int rank = Rank;
+
+  Tensor() = default;
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(const Tensor&) & = default;
+  Tensor& operator=(Tensor&&) & noexcept = default;
+  ~Tensor() = default;
+
+  /// Allocates a contiguous tensor of the expression's shape and evaluates it (one kernel).
+  template <Expression E>
+    requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
+  Tensor(const E& expr) {  // NOLINT(google-explicit-constructor): `Tensor z = a + b;` is the point
+    static_assert(E::rank == Rank,
+                  "et: a tensor constructed from an expression must have the expression's rank; "
+                  "assign to an existing tensor to broadcast a lower-rank expression");
+    detail::assign(*this, expr);
+  }
+
+  /// Evaluates an expression into this tensor's storage (shapes must agree or broadcast).
+  template <Expression E>
+    requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
+  Tensor& operator=(const E& expr) & {
+    detail::assign(*this, expr);
+    return *this;
+  }
+  template <Expression E>
+  Tensor& operator=(const E& expr) && {  // a temporary view: write through, also from a Tensor
+    detail::assign(*this, expr);
+    return *this;
+  }
+  /// Fills every element with a scalar.
+  template <Scalar S>
+  Tensor& operator=(S value) & {
+    detail::assign(*this, detail::ScalarExpr<T>(static_cast<T>(value)));
+    return *this;
+  }
+  template <Scalar S>
+  Tensor& operator=(S value) && {
+    detail::assign(*this, detail::ScalarExpr<T>(static_cast<T>(value)));
+    return *this;
+  }
+
+  /// Copies src's elements into this tensor's storage (src broadcasts to this shape).
+  template <Expression E>
+  Tensor& copy_(const E& src) {
+    detail::assign(*this, src);
+    return *this;
+  }
+
+  /// `z += x` evaluates z + x into z (one kernel); likewise -=, *=, /=.
+  template <Operand X> Tensor& operator+=(const X& x) { return compound<detail::Add>(x); }
+  template <Operand X> Tensor& operator-=(const X& x) { return compound<detail::Sub>(x); }
+  template <Operand X> Tensor& operator*=(const X& x) { return compound<detail::Mul>(x); }
+  template <Operand X> Tensor& operator/=(const X& x) { return compound<detail::Div>(x); }
+
+  /// False for a default-constructed handle.
+  bool defined() const noexcept { return defined_; }
+  const Shape<Rank>& shape() const noexcept { return shape_; }
+  const Shape<Rank>& strides() const noexcept { return strides_; }
+  /// Extent of one axis; negative axes count from the end. Throws ShapeError if out of range.
+  std::int64_t size(int axis) const { return shape_[static_cast<std::size_t>(detail::normalize_axis(axis, Rank))]; }
+  std::int64_t numel() const noexcept {
+    std::int64_t count = 1;
+    for (auto extent : shape_) count *= extent;
+    return count;
+  }
+  bool is_contiguous() const noexcept { return detail::is_contiguous_layout(shape_, strides_); }
+  /// First element; a device pointer for CUDA tensors.
+  T* data() const noexcept { return storage_ ? static_cast<T*>(storage_.get()) + offset_ : nullptr; }
+  /// Offset of the first element in the storage, in elements.
+  std::int64_t offset() const noexcept { return offset_; }
+  /// The shared allocation this tensor views (shared by handles, views and clones' sources).
+  const std::shared_ptr<void>& storage() const noexcept { return storage_; }
+  D device() const noexcept { return D{}; }
+
+  /// A deep copy with the same shape. Contiguous tensors copy their bytes; other layouts
+  /// copy the storage span they cover and keep their strides (no kernel either way, so this
+  /// works in plain C++ files for CUDA tensors too).
+  Tensor clone() const {
+    require_defined("clone()");
+    return copy_span_to<D>();
+  }
+
+  /// The same tensor on another device. To the same device it returns *this (shared
+  /// storage, no copy). Cpu <-> Cuda<I> goes through cudaMemcpy; Cuda<I> -> Cuda<J>
+  /// through a peer copy (staged by the driver where peer access is impossible).
+  template <Device To>
+  Tensor<T, Rank, To> to(To) const {
+    if constexpr (std::is_same_v<To, D>) {
+      return *this;
+    } else {
+      require_defined("to()");
+      return copy_span_to<To>();
+    }
+  }
+
+  /// All elements in row-major order, copied to the host (waits for the device).
+  std::vector<T> to_vector() const {
+    require_defined("to_vector()");
+    const Tensor<T, Rank, Cpu> host = to(cpu);
+    std::vector<T> out(static_cast<std::size_t>(numel()));
+    if (out.empty()) return out;
+    const T* base = host.data();
+    if (host.is_contiguous()) {
+      if constexpr (std::is_same_v<T, bool>) std::copy(base, base + out.size(), out.begin());
+      else std::memcpy(out.data(), base, out.size() * sizeof(T));
+      return out;
+    }
+    std::array<std::int64_t, Rank> index{};
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::int64_t offset = 0;
+      for (int d = 0; d < Rank; ++d) offset += index[d] * strides_[d];
+      out[i] = base[offset];
+      for (int d = Rank - 1; d >= 0; --d) {
+        if (++index[d] < shape_[d]) break;
+        index[d] = 0;
+      }
+    }
+    return out;
+  }
+
+  /// The single element (numel() == 1), copied to the host.
+  T item() const {
+    require_defined("item()");
+    if (numel() != 1)
+      throw ShapeError("et: item() needs exactly one element, but the tensor has shape " + format_shape(shape_) +
+                       " (" + std::to_string(numel()) + " elements)");
+    T value{};
+    detail::copy_bytes(-1, &value, D::index, data(), sizeof(T));
+    return value;
+  }
+
+  /// Wraps existing storage (used by creation functions and views). `storage` must
+  /// hold every element the layout reaches.
+  Tensor(std::shared_ptr<void> storage, std::int64_t offset, const Shape<Rank>& shape, const Shape<Rank>& strides)
+      : storage_(std::move(storage)), offset_(offset), shape_(shape), strides_(strides), defined_(true) {}
+
+  /// Allocates an uninitialized contiguous tensor. Throws ShapeError for a negative
+  /// extent or an element count past int64, et::Error for a missing device, and
+  /// et::OutOfMemory when the allocation fails.
+  static Tensor allocate(const Shape<Rank>& shape) {
+    const std::int64_t count = detail::checked_numel(shape);
+    if (static_cast<std::uint64_t>(count) > SIZE_MAX / sizeof(T))
+      throw ShapeError("et: shape " + format_shape(shape) + " needs more bytes than fit in size_t");
+    if constexpr (D::is_cuda) detail::check_device_index(D::index);
+    return Tensor(detail::allocate_bytes(D::index, static_cast<std::size_t>(count) * sizeof(T)), 0, shape,
+                  detail::contiguous_strides(shape));
+  }
+
+ private:
+  template <class Op, class X>
+  Tensor& compound(const X& x) {
+    require_defined("a compound assignment");
+    detail::assign(*this, detail::make_map<Op>(*this, x));
+    return *this;
+  }
+
+  void require_defined(const char* what) const {
+    if (!defined_) throw Error(std::string("et: ") + what + " on an undefined (default-constructed) tensor");
+  }
+
+  template <Device To>
+  Tensor<T, Rank, To> copy_span_to() const {
+    const std::int64_t count = numel();
+    const std::int64_t span = count == 0 ? 0 : detail::max_offset(shape_, strides_) + 1;
+    if constexpr (To::is_cuda) detail::check_device_index(To::index);
+    auto storage = detail::allocate_bytes(To::index, static_cast<std::size_t>(span) * sizeof(T));
+    detail::copy_bytes(To::index, storage.get(), D::index, data(), static_cast<std::size_t>(span) * sizeof(T));
+    return Tensor<T, Rank, To>(std::move(storage), 0, shape_, strides_);
+  }
+
+  std::shared_ptr<void> storage_;
+  std::int64_t offset_ = 0;
+  Shape<Rank> shape_{};
+  Shape<Rank> strides_{};
+  bool defined_ = false;
+};
+
+template <class X>
+inline constexpr bool is_tensor_v = false;
+template <class T, int R, class D>
+inline constexpr bool is_tensor_v<Tensor<T, R, D>> = true;
+
+/// Same as t.to(To{}).
+template <Device To, class T, int R, class D>
+Tensor<T, R, To> to(const Tensor<T, R, D>& t) {
+  return t.to(To{});
+}
+
+}  // namespace et

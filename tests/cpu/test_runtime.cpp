@@ -1,0 +1,70 @@
+// Run-time device queries and run-time -> compile-time dispatch, as seen from a plain
+// C++ file (the CI machine has no GPU; on a GPU machine these still hold).
+#include <catch2/catch.hpp>
+
+#include <et/et.hpp>
+
+#include <string>
+
+using Catch::Matchers::Contains;
+
+TEST_CASE("device queries agree with each other", "[runtime]") {
+  CHECK(et::cuda_available() == (et::device_count() > 0));
+  CHECK(et::device_count() >= 0);
+  et::synchronize(et::cpu);
+  if (et::device_count() == 0) {
+#if defined(ET_HAS_CUDA_RUNTIME)
+    CHECK_THROWS_WITH(et::device_properties(0), Contains("cuda:0 was requested") && Contains("sees 0 CUDA device(s)"));
+#else
+    CHECK_THROWS_WITH(et::device_properties(0), Contains("cuda:0 was requested") && Contains("built without CUDA"));
+#endif
+    CHECK_THROWS_AS(et::synchronize(et::cuda<0>), et::Error);
+    CHECK_THROWS_AS(et::memory_info(et::cuda<0>), et::Error);
+  } else {
+    const auto& p = et::device_properties(0);
+    CHECK_FALSE(p.name.empty());
+    CHECK(p.total_memory > 0);
+    CHECK(p.multiprocessors > 0);
+    CHECK(&et::device_properties(et::cuda<0>) == &p);  // cached
+  }
+  CHECK_THROWS_AS(et::device_properties(-1), et::Error);
+}
+
+TEST_CASE("try_gpu picks cuda<0> when it exists, else the CPU; both paths compile", "[runtime]") {
+  const std::string chosen = et::try_gpu([](auto dev) {
+    // The same generic code, typed for the device that was found.
+    const auto x = et::zeros<float>(dev, {3});
+    static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(x)>::device_type, decltype(dev)>);
+    return std::string(et::device_name<decltype(dev)>);
+  });
+  CHECK(chosen == (et::cuda_available() ? "cuda:0" : "cpu"));
+}
+
+TEST_CASE("with_device maps an index or a name to a device type", "[runtime]") {
+  auto name_of = [](auto dev) { return std::string(et::device_name<decltype(dev)>); };
+  CHECK(et::with_device(-1, name_of) == "cpu");
+  CHECK(et::with_device("cpu", name_of) == "cpu");
+  if (et::device_count() >= 2) {
+    CHECK(et::with_device<2>("cuda:1", name_of) == "cuda:1");
+  } else {
+    CHECK_THROWS_WITH(et::with_device<2>("cuda:1", name_of), Contains("cuda:1 was requested"));
+  }
+#if defined(ET_HAS_CUDA_RUNTIME)
+  CHECK_THROWS_WITH(et::with_device<2>(2, name_of), Contains("past the 2 CUDA device(s) this call was compiled for"));
+#else
+  CHECK_THROWS_WITH(et::with_device<2>(2, name_of), Contains("built without CUDA"));
+#endif
+  CHECK_THROWS_WITH(et::with_device("gpu", name_of), Contains("cannot read a device from \"gpu\""));
+  CHECK_THROWS_WITH(et::with_device("cuda:x", name_of), Contains("cannot read a device"));
+  CHECK_THROWS_WITH(et::with_device("cuda:-1", name_of), Contains("cannot read a device"));
+}
+
+TEST_CASE("errors are et::Error subclasses that say what happened", "[runtime]") {
+  const et::OutOfMemory oom("cuda:0", std::size_t{3} << 30, std::size_t{1} << 30, std::size_t{80} << 30);
+  CHECK(std::string(oom.what()) ==
+        "et: out of memory on cuda:0: tried to allocate 3.00 GiB (3221225472 bytes); 1.00 GiB (1073741824 bytes) free "
+        "of 80.00 GiB (85899345920 bytes) total (cached blocks were released and the allocation retried once)");
+  const et::Error& as_base = oom;
+  CHECK_THAT(std::string(as_base.what()), Contains("et:"));
+  CHECK(et::OutOfMemory::format_bytes(512) == "512.00 B (512 bytes)");
+}
