@@ -56,9 +56,12 @@ std::array<std::int64_t, R> contiguous_strides(const std::array<std::int64_t, R>
   return strides;
 }
 
-/// Row-major contiguity; axes of extent 1 may carry any stride.
+/// Row-major contiguity; axes of extent 1 may carry any stride, and a layout without
+/// elements is contiguous whatever its strides (as in PyTorch).
 template <std::size_t R>
 bool is_contiguous_layout(const std::array<std::int64_t, R>& shape, const std::array<std::int64_t, R>& strides) {
+  for (std::size_t d = 0; d != R; ++d)
+    if (shape[d] == 0) return true;
   std::int64_t expected = 1;
   for (std::size_t d = R; d-- > 0;) {
     if (shape[d] == 1) continue;

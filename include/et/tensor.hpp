@@ -15,6 +15,7 @@
 #include "et/layout.hpp"
 #include "et/runtime/memory.hpp"
 #include "et/types.hpp"
+#include "et/views.hpp"
 
 namespace et {
 
@@ -27,7 +28,8 @@ template <class T, int Rank, class D, class E>
 void assign(Tensor<T, Rank, D>& dst, const E& expr);
 }  // namespace detail
 
-/// A tensor of element type T (float, double, int32, int64, bool) and rank Rank on device D.
+/// A tensor of element type T (float, double, int32, int64, bool, half, bfloat16) and rank
+/// Rank on device D.
 ///
 /// Assignment has two meanings, as names and slices have in PyTorch:
 ///  - `a = b;` with b a Tensor of the same type rebinds the handle a (no data moves);
@@ -119,7 +121,9 @@ class Tensor : public detail::ExprTag {
 
   /// A deep copy with the same shape. Contiguous tensors copy their bytes; other layouts
   /// copy the storage span they cover and keep their strides (no kernel either way, so this
-  /// works in plain C++ files for CUDA tensors too).
+  /// works in plain C++ files for CUDA tensors too). Hence the clone of a stepped slice also
+  /// copies the elements it skips, and the clone of an expand()ed tensor keeps its stride-0
+  /// axes (readable, not writable); contiguous() gives a compact, writable copy instead.
   Tensor clone() const {
     require_defined("clone()");
     return copy_span_to<D>();
@@ -174,6 +178,136 @@ class Tensor : public detail::ExprTag {
     return value;
   }
 
+  // --- Views -------------------------------------------------------------------------
+  // A view is a new handle on the same storage with another shape, strides or offset:
+  // it copies no element and costs O(Rank) host work, on every device (plain C++ files
+  // included). Views of views and of temporaries are fine (the storage is shared).
+  // Writing into a view writes into the tensor it views: `x.slice(0, 0, 4) = 0.0f;`,
+  // `x.select(1, 2) = y;`, `x.transpose(0, 1) += 1;`. A named view is a handle like any
+  // other: `v = expr` writes through it, but `v = w` with w a Tensor of v's type rebinds
+  // v (use v.copy_(w) to write). Axes may be negative, counted from the end; bad axes,
+  // bounds or extents throw ShapeError naming the shape and the axis.
+
+  /// The same elements in the same (row-major) order, read as `shape`; its length is the
+  /// result's rank (for rank 0 pass et::Shape<0>{}). One extent may be -1: it is inferred
+  /// from the element count. Copies nothing. Precondition: the element counts agree, and
+  /// strides exist that read this layout in that order (PyTorch's rule: always for a
+  /// contiguous tensor; for other layouts, only axes that are laid out contiguously
+  /// among themselves can be merged). Otherwise throws ShapeError; reshape() copies then.
+  template <std::size_t N>
+  Tensor<T, int(N), D> view(const std::array<std::int64_t, N>& shape) const {
+    require_defined("view()");
+    return share_storage(detail::view_layout(strided_layout(), shape));
+  }
+  template <std::size_t N>
+  Tensor<T, int(N), D> view(const std::int64_t (&shape)[N]) const {
+    return view(detail::as_array(shape));
+  }
+
+  /// view(shape) when this layout allows it (no copy; the result shares the storage);
+  /// otherwise a contiguous copy (one elementwise evaluation, O(numel)) read as `shape`,
+  /// which shares nothing with this tensor. As in PyTorch, whether the result aliases this
+  /// tensor thus depends on the layout; use view() where writes must reach this tensor.
+  /// The copy of a CUDA tensor runs a kernel, so reshape() of a CUDA tensor needs a file
+  /// compiled by nvcc. One extent may be -1; throws ShapeError when the counts differ.
+  template <std::size_t N>
+  Tensor<T, int(N), D> reshape(const std::array<std::int64_t, N>& shape) const {
+    require_defined("reshape()");
+    const auto extents = detail::infer_view_shape("reshape()", shape, shape_);
+    if (const auto strides = detail::view_strides(shape_, strides_, extents))
+      return Tensor<T, int(N), D>(storage_, offset_, extents, *strides);
+    return contiguous().view(extents);  // not viewable, hence not contiguous: contiguous() copies
+  }
+  template <std::size_t N>
+  Tensor<T, int(N), D> reshape(const std::int64_t (&shape)[N]) const {
+    return reshape(detail::as_array(shape));
+  }
+
+  /// Axes a and b swapped (the matrix transpose for rank 2). Copies nothing.
+  Tensor transpose(int a, int b) const {
+    static_assert(Rank >= 1, "et: transpose() needs a tensor of rank 1 or more");
+    require_defined("transpose()");
+    return share_storage(detail::transpose_layout(strided_layout(), a, b));
+  }
+
+  /// The axes reordered: axis k of the result is axis axes[k] of this tensor. `axes` must
+  /// name every axis exactly once (negative axes allowed), else ShapeError. Copies nothing.
+  Tensor permute(const std::array<int, Rank>& axes) const {
+    require_defined("permute()");
+    return share_storage(detail::permute_layout(strided_layout(), axes));
+  }
+  template <std::size_t N>
+  Tensor permute(const int (&axes)[N]) const {
+    static_assert(N == std::size_t(Rank), "et: permute() takes exactly one axis per dimension of the tensor");
+    if constexpr (N == std::size_t(Rank)) return permute(detail::as_array(axes));
+    else return *this;  // unreachable: the static_assert has failed
+  }
+
+  /// Elements begin, begin + step, ... before end along `axis` (ceil((end - begin) / step)
+  /// of them), as Python's x[begin:end:step]. Negative begin and end count from the end;
+  /// after that 0 <= begin <= end <= size(axis) and step >= 1 must hold, else ShapeError
+  /// (bounds are never clamped). Copies nothing.
+  Tensor slice(int axis, std::int64_t begin, std::int64_t end, std::int64_t step = 1) const {
+    require_defined("slice()");
+    return share_storage(detail::slice_layout(strided_layout(), axis, begin, end, step));
+  }
+
+  /// The sub-tensor at `index` along `axis`, with that axis removed: a
+  /// Tensor<T, Rank - 1, D>, as PyTorch's x.select(axis, index). A negative index counts
+  /// from the end; out of range throws ShapeError. Copies nothing.
+  auto select(int axis, std::int64_t index) const {
+    static_assert(Rank >= 1, "et: select() needs a tensor of rank 1 or more: a rank-0 tensor has no axis");
+    if constexpr (Rank >= 1) {
+      require_defined("select()");
+      return share_storage(detail::select_layout(strided_layout(), axis, index));
+    }
+  }
+
+  /// A new axis of extent 1 at position `axis` of the result, in [-(Rank + 1), Rank]
+  /// (-1 appends it): a Tensor<T, Rank + 1, D>. Copies nothing.
+  Tensor<T, Rank + 1, D> unsqueeze(int axis) const {
+    require_defined("unsqueeze()");
+    return share_storage(detail::unsqueeze_layout(strided_layout(), axis));
+  }
+
+  /// `axis` removed: a Tensor<T, Rank - 1, D>. The axis must have extent 1, else
+  /// ShapeError (the rank is part of the type, so unlike PyTorch this never does nothing).
+  /// Copies nothing.
+  auto squeeze(int axis) const {
+    static_assert(Rank >= 1, "et: squeeze() needs a tensor of rank 1 or more: a rank-0 tensor has no axis");
+    if constexpr (Rank >= 1) {
+      require_defined("squeeze()");
+      return share_storage(detail::squeeze_layout(strided_layout(), axis));
+    }
+  }
+
+  /// Broadcasts to `shape` (rank N >= Rank, trailing axes aligned, as NumPy): new leading
+  /// axes and axes of extent 1 stretch with stride 0, so every element along them is the
+  /// same element; -1 keeps an existing extent. Expanding an axis whose extent is not 1
+  /// throws ShapeError. Copies nothing; the result can be read but not written (its
+  /// elements overlap in memory): write into expand(...).contiguous() instead.
+  template <std::size_t N>
+  Tensor<T, int(N), D> expand(const std::array<std::int64_t, N>& shape) const {
+    require_defined("expand()");
+    return share_storage(detail::expand_layout(strided_layout(), shape));
+  }
+  template <std::size_t N>
+  Tensor<T, int(N), D> expand(const std::int64_t (&shape)[N]) const {
+    return expand(detail::as_array(shape));
+  }
+
+  /// *this when already contiguous (row-major; no copy, shared storage); otherwise a
+  /// contiguous copy of the elements (one elementwise evaluation, O(numel)) sharing
+  /// nothing. The copy of a CUDA tensor runs a kernel, so contiguous() of a CUDA tensor
+  /// needs a file compiled by nvcc.
+  Tensor contiguous() const {
+    require_defined("contiguous()");
+    if (is_contiguous()) return *this;
+    Tensor out = allocate(shape_);
+    detail::assign(out, *this);
+    return out;
+  }
+
   /// Wraps existing storage (used by creation functions and views). `storage` must
   /// hold every element the layout reaches.
   Tensor(std::shared_ptr<void> storage, std::int64_t offset, const Shape<Rank>& shape, const Shape<Rank>& strides)
@@ -201,6 +335,14 @@ class Tensor : public detail::ExprTag {
 
   void require_defined(const char* what) const {
     if (!defined_) throw Error(std::string("et: ") + what + " on an undefined (default-constructed) tensor");
+  }
+
+  detail::StridedLayout<Rank> strided_layout() const { return {shape_, strides_, offset_}; }
+
+  /// A view: another layout over this tensor's storage.
+  template <std::size_t N>
+  Tensor<T, int(N), D> share_storage(const detail::StridedLayout<N>& layout) const {
+    return Tensor<T, int(N), D>(storage_, layout.offset, layout.shape, layout.strides);
   }
 
   template <Device To>

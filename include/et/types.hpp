@@ -1,54 +1,97 @@
-// Element types and the promotion rules for mixed operands (PyTorch's):
-//   bool < int32 < int64 < float < double;
-//   an integer or bool combined with a floating type gives that floating type;
-//   a plain C++ scalar never widens a tensor of the same category
-//   (float tensor * 2.0 stays float, int32 tensor + 1L stays int32), but a
-//   floating scalar lifts an integer tensor to float (PyTorch's default dtype);
-//   math functions (exp, sqrt, ...) and true division of integers give float.
+// Element types and the promotion rules for mixed operands (PyTorch's).
+//
+// Element types, by rank: bool < int32 < int64 < {half, bfloat16} < float < double.
+//  - Two tensor operands promote to the higher rank; half with bfloat16 gives float
+//    (neither holds the other's values).
+//  - An integer or bool combined with a floating type gives that floating type
+//    (int64 + half is half).
+//  - A plain C++ scalar never widens a tensor of the same category (float tensor * 2.0
+//    stays float, half tensor * 2.0 stays half, int32 tensor + 1L stays int32), but a
+//    floating scalar lifts an integer or bool tensor to float (PyTorch's default dtype).
+//  - Math functions (exp, sqrt, ...) and true division of integers give float; of a
+//    floating type, that type (exp(half) is half). Comparisons give bool.
+//  - et::cast<U>(e) gives U.
+//
+// Compute types: half and bfloat16 are storage types. Expressions compute on them in
+// float (compute_t): each element is converted to float when loaded, the whole fused
+// expression runs in float, and the result is rounded once to the destination's type
+// when stored. Reductions accumulate half and bfloat16 in float too.
 #pragma once
 
 #include <concepts>
 #include <cstdint>
 #include <type_traits>
 
+#include "et/half.hpp"
+
 namespace et {
 
 template <class T>
 concept Element = std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, std::int32_t> ||
-                  std::same_as<T, std::int64_t> || std::same_as<T, bool>;
+                  std::same_as<T, std::int64_t> || std::same_as<T, bool> || std::same_as<T, half> ||
+                  std::same_as<T, bfloat16>;
 
-/// A plain C++ arithmetic value that can appear in an expression beside tensors.
+/// A plain C++ arithmetic value (or an et::half / et::bfloat16 value) that can appear in
+/// an expression beside tensors.
 template <class S>
-concept Scalar = std::is_arithmetic_v<std::remove_cvref_t<S>>;
+concept Scalar = std::is_arithmetic_v<std::remove_cvref_t<S>> || std::same_as<std::remove_cvref_t<S>, half> ||
+                 std::same_as<std::remove_cvref_t<S>, bfloat16>;
 
 namespace detail {
+
+/// half or bfloat16: stored in 16 bits, computed in float.
+template <class T>
+inline constexpr bool is_16bit_float_v = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+/// float, double, half and bfloat16: what decides floating-point behaviour in the library
+/// (std::is_floating_point_v does not know the 16-bit types).
+template <class T>
+inline constexpr bool is_floating_v = std::is_floating_point_v<T> || is_16bit_float_v<T>;
+
+/// The type an element of type T is computed in: float for half and bfloat16, else T.
+/// Functors only ever see compute types (float, double, int32, int64, bool).
+template <class T>
+using compute_t = std::conditional_t<is_16bit_float_v<T>, float, T>;
 
 template <class T>
 constexpr int type_rank() {
   if constexpr (std::is_same_v<T, bool>) return 0;
   else if constexpr (std::is_same_v<T, std::int32_t>) return 1;
   else if constexpr (std::is_same_v<T, std::int64_t>) return 2;
-  else if constexpr (std::is_same_v<T, float>) return 3;
-  else return 4;
+  else if constexpr (is_16bit_float_v<T>) return 3;
+  else if constexpr (std::is_same_v<T, float>) return 4;
+  else return 5;
 }
 
+/// The higher-ranked of A and B; half with bfloat16 gives float.
 template <class A, class B>
-using promote_t = std::conditional_t<(type_rank<A>() >= type_rank<B>()), A, B>;
+using promote_t = std::conditional_t<is_16bit_float_v<A> && is_16bit_float_v<B> && !std::is_same_v<A, B>, float,
+                                     std::conditional_t<(type_rank<A>() >= type_rank<B>()), A, B>>;
+
+/// promote_t over any number of types.
+template <class T, class... Rest>
+struct promote_all {
+  using type = T;
+};
+template <class A, class B, class... Rest>
+struct promote_all<A, B, Rest...> : promote_all<promote_t<A, B>, Rest...> {};
+template <class... Ts>
+using promote_all_t = typename promote_all<Ts...>::type;
 
 /// The type a math function computes in: float for integers and bool, else itself.
 template <class T>
-using floating_t = std::conditional_t<std::is_floating_point_v<T>, T, float>;
+using floating_t = std::conditional_t<is_floating_v<T>, T, float>;
 
 /// The element type a C++ scalar S takes when it meets a tensor of element type T.
 template <class T, class S>
 using scalar_type_t = std::conditional_t<
-    std::is_floating_point_v<S>, std::conditional_t<std::is_floating_point_v<T>, T, float>,
+    is_floating_v<S>, std::conditional_t<is_floating_v<T>, T, float>,
     std::conditional_t<std::is_same_v<S, bool> || !std::is_same_v<T, bool>, T, std::int64_t>>;
 
 /// The element type a C++ scalar has on its own (for et::full and friends).
 template <class S>
 using scalar_element_t =
-    std::conditional_t<std::is_same_v<S, bool>, bool,
+    std::conditional_t<std::is_same_v<S, bool> || is_16bit_float_v<S>, S,
                        std::conditional_t<std::is_floating_point_v<S>, std::conditional_t<sizeof(S) <= 4, float, double>,
                                           std::conditional_t<sizeof(S) <= 4, std::int32_t, std::int64_t>>>;
 

@@ -74,7 +74,7 @@ template <class T, int Rank, class D, class E>
 void assign(Tensor<T, Rank, D>& dst, const E& expr) {
   [[maybe_unused]] const auto checked = common_device_of<D, typename E::device_type>();
   constexpr bool rank_fits = E::rank <= Rank;
-  constexpr bool no_truncation = std::is_floating_point_v<T> || !std::is_floating_point_v<typename E::value_type>;
+  constexpr bool no_truncation = is_floating_v<T> || !is_floating_v<typename E::value_type>;
   static_assert(rank_fits, "et: cannot assign an expression to a tensor of lower rank");
   static_assert(no_truncation,
                 "et: assigning a floating-point expression to an integer or bool tensor would truncate; "
@@ -86,6 +86,7 @@ void assign(Tensor<T, Rank, D>& dst, const E& expr) {
       dst = Tensor<T, Rank, D>::allocate(broadcast_shape(shape, expr.shape()));
     }
     check_assignable(dst.shape(), expr.shape());
+    check_no_internal_overlap(dst.shape(), dst.strides());  // an expand()ed destination: writes would race
     if (dst.numel() == 0) return;
     if (reads_overlap_writes(dst, expr)) {
       const Tensor<T, Rank, D> temporary = Tensor<T, Rank, D>::allocate(dst.shape());

@@ -56,16 +56,27 @@ ET_HD const T& pack_get(const PackSlot<I, T>& slot) {
   return slot.value;
 }
 
+/// Reads elements of type T and hands them on in T's compute type (half -> float).
 template <class T, int R, class Index>
 struct TensorReader {
-  using value_type = T;
+  using value_type = compute_t<T>;
   const T* data;
   Index strides[R > 0 ? R : 1];
-  ET_HD T linear(Index i) const { return data[i]; }
-  ET_HD T strided(Index, const Coord<R, Index>& c) const { return data[dot<R, Index>(c, strides)]; }
+  ET_HD value_type linear(Index i) const { return static_cast<value_type>(data[i]); }
+  ET_HD value_type strided(Index, const Coord<R, Index>& c) const {
+    return static_cast<value_type>(data[dot<R, Index>(c, strides)]);
+  }
   template <int V>
-  ET_HD Vec<T, V> vector(Index i) const {
-    return *reinterpret_cast<const Vec<T, V>*>(data + i);
+  ET_HD Vec<value_type, V> vector(Index i) const {
+    const Vec<T, V> loaded = *reinterpret_cast<const Vec<T, V>*>(data + i);  // one wide load of V elements
+    if constexpr (std::is_same_v<value_type, T>) {
+      return loaded;
+    } else {
+      Vec<value_type, V> converted;
+ET_UNROLL
+      for (int k = 0; k < V; ++k) converted.v[k] = static_cast<value_type>(loaded.v[k]);
+      return converted;
+    }
   }
 };
 
@@ -87,17 +98,17 @@ struct ScalarReader {
 
 template <class Gen, int R, class Index>
 struct GeneratorReader {
-  using value_type = typename Gen::value_type;
+  using value_type = compute_t<typename Gen::value_type>;
   Gen gen;
   Index strides[R > 0 ? R : 1];  // the generator's own row-major strides, broadcast
-  ET_HD value_type linear(Index i) const { return gen(static_cast<std::int64_t>(i)); }
+  ET_HD value_type linear(Index i) const { return static_cast<value_type>(gen(static_cast<std::int64_t>(i))); }
   ET_HD value_type strided(Index, const Coord<R, Index>& c) const {
-    return gen(static_cast<std::int64_t>(dot<R, Index>(c, strides)));
+    return static_cast<value_type>(gen(static_cast<std::int64_t>(dot<R, Index>(c, strides))));
   }
   template <int V>
   ET_HD Vec<value_type, V> vector(Index i) const {
     Vec<value_type, V> out;
-    for (int k = 0; k < V; ++k) out.v[k] = gen(static_cast<std::int64_t>(i) + k);
+    for (int k = 0; k < V; ++k) out.v[k] = static_cast<value_type>(gen(static_cast<std::int64_t>(i) + k));
     return out;
   }
 };
@@ -140,7 +151,8 @@ ET_UNROLL
   }
 };
 
-/// Where results go: the destination tensor's pointer and strides.
+/// Where results go: the destination tensor's pointer and strides. The value computed
+/// (in a compute type) is converted to T here, so a fused half expression rounds once.
 template <class T, int R, class Index>
 struct Writer {
   T* data;
@@ -174,7 +186,7 @@ auto make_reader(const Tensor<T, R, D>& t, const Shape<OutR>& out_shape) {
 }
 template <int OutR, class Index, class T>
 auto make_reader(const ScalarExpr<T>& s, const Shape<OutR>&) {
-  return ScalarReader<T>{s.value};
+  return ScalarReader<compute_t<T>>{s.value};
 }
 template <int OutR, class Index, class Gen, int R, class D>
 auto make_reader(const GeneratorExpr<Gen, R, D>& g, const Shape<OutR>& out_shape) {
@@ -223,31 +235,39 @@ struct ElementwisePlan {
   std::int64_t max_index = 0;    ///< largest index or element offset the evaluation touches
 };
 
-/// Inspects the destination and every leaf: can the linear path be taken, and how large
-/// do indices get (decides 32- or 64-bit index arithmetic).
-template <class T, int R, class D, class E>
-ElementwisePlan plan_elementwise(const Tensor<T, R, D>& dst, const E& expr) {
+/// Inspects every leaf of an expression read in the index space `shape`: can it be read
+/// at the row-major linear index (the linear path), and how large do offsets get?
+template <std::size_t R, class E>
+ElementwisePlan plan_reads(const std::array<std::int64_t, R>& shape, const E& expr) {
   ElementwisePlan plan;
-  const Shape<R>& out_shape = dst.shape();
-  const Shape<R> dense = contiguous_strides(out_shape);
-  plan.linear = dst.is_contiguous();
-  plan.max_index = std::max(dst.numel(), max_offset(out_shape, dst.strides()));
-  auto reads_like_output = [&](const Shape<R>& strides) {
-    for (int d = 0; d < R; ++d)
-      if (out_shape[d] != 1 && strides[d] != dense[d]) return false;
+  const auto dense = contiguous_strides(shape);
+  plan.max_index = checked_numel(shape);
+  auto reads_like_output = [&](const std::array<std::int64_t, R>& strides) {
+    for (std::size_t d = 0; d != R; ++d)
+      if (shape[d] != 1 && strides[d] != dense[d]) return false;
     return true;
   };
   for_each_leaf(expr, [&](const auto& leaf) {
     using Leaf = std::remove_cvref_t<decltype(leaf)>;
     if constexpr (is_tensor_v<Leaf>) {
       if (!leaf.defined()) throw Error("et: an undefined (default-constructed) tensor was used in an expression");
-      const Shape<R> strides = broadcast_strides(leaf.shape(), leaf.strides(), out_shape);
+      const auto strides = broadcast_strides(leaf.shape(), leaf.strides(), shape);
       plan.linear = plan.linear && reads_like_output(strides);
-      plan.max_index = std::max(plan.max_index, max_offset(out_shape, strides));
+      plan.max_index = std::max(plan.max_index, max_offset(shape, strides));
     } else {
-      plan.linear = plan.linear && reads_like_output(broadcast_strides(leaf.shape(), contiguous_strides(leaf.shape()), out_shape));
+      plan.linear = plan.linear && reads_like_output(broadcast_strides(leaf.shape(), contiguous_strides(leaf.shape()), shape));
     }
   });
+  return plan;
+}
+
+/// The plan for evaluating `expr` into `dst`: the reads' plan, plus the destination's
+/// own layout (the linear path also needs a contiguous destination).
+template <class T, int R, class D, class E>
+ElementwisePlan plan_elementwise(const Tensor<T, R, D>& dst, const E& expr) {
+  ElementwisePlan plan = plan_reads(dst.shape(), expr);
+  plan.linear = plan.linear && dst.is_contiguous();
+  plan.max_index = std::max(plan.max_index, max_offset(dst.shape(), dst.strides()));
   return plan;
 }
 

@@ -1,7 +1,8 @@
 // Elementwise functors. Each one is the whole definition of an operation: it takes its
-// operands in their own element types, promotes them (types.hpp) and computes. The
-// same code runs in CUDA kernels and in the CPU loop. Adding a function = one functor
-// here + one named function in operators.hpp.
+// operands in their compute types (types.hpp: half and bfloat16 arrive as float, so a
+// functor only sees float, double, int32, int64 and bool), promotes them and computes.
+// The same code runs in CUDA kernels and in the CPU loop. Adding a function = one
+// functor here + one named function in operators.hpp.
 #pragma once
 
 #include <math.h>
@@ -53,9 +54,12 @@ ET_HD bool is_nan(T x) {
 }
 
 /// Integer arithmetic wraps (two's complement) instead of being undefined on overflow.
+/// bool computes in int and tests for nonzero: + is "or", * is "and" (as in PyTorch).
 template <class C, class F>
 ET_HD C arithmetic(C a, C b, F f) {
-  if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+  if constexpr (std::is_same_v<C, bool>) {
+    return f(static_cast<int>(a), static_cast<int>(b)) != 0;
+  } else if constexpr (std::is_integral_v<C>) {
     using U = std::make_unsigned_t<C>;
     return static_cast<C>(f(static_cast<U>(a), static_cast<U>(b)));
   } else {
@@ -198,14 +202,19 @@ struct Clamp {
 };
 /// where(mask, a, b): a where mask is true (non-zero), else b.
 struct Where {
+  template <class M, class A, class B>
+  using element_type = promote_t<A, B>;
   template <class M, class A, class B> ET_HD auto operator()(M mask, A a, B b) const {
     using C = promote_t<A, B>;
     return static_cast<bool>(mask) ? C(a) : C(b);
   }
 };
+/// Converts to U and goes on in U's compute type: cast<half>(x) rounds x to half precision.
 template <class U>
 struct Cast {
-  template <class A> ET_HD U operator()(A a) const { return static_cast<U>(a); }
+  template <class... Ts>
+  using element_type = U;
+  template <class A> ET_HD compute_t<U> operator()(A a) const { return compute_t<U>(static_cast<U>(a)); }
 };
 
 }  // namespace et::detail

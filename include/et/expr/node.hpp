@@ -31,14 +31,16 @@ concept Operand = Expression<X> || Scalar<X>;
 
 namespace detail {
 
-/// A plain C++ value inside an expression; rank 0, on every device.
+/// A plain C++ value inside an expression; rank 0, on every device. Its element type is
+/// T, but it holds the value in T's compute type: `half_tensor * 0.1` multiplies by 0.1f
+/// (as PyTorch does), not by 0.1 rounded to half.
 template <class T>
 struct ScalarExpr : ExprTag {
   using value_type = T;
   using device_type = AnyDevice;
   static constexpr int rank = 0;
-  T value;
-  explicit ScalarExpr(T v) : value(v) {}
+  compute_t<T> value;
+  explicit ScalarExpr(compute_t<T> v) : value(v) {}
   Shape<0> shape() const { return {}; }
 };
 
@@ -51,12 +53,31 @@ auto broadcast_all(const std::array<std::int64_t, A>& a, const std::array<std::i
   return broadcast_all(broadcast_shape(a, b), rest...);
 }
 
+/// The element type of Op applied to operands of element types Ts. Functors compute on
+/// compute types (half and bfloat16 as float); a computed type that is the compute type
+/// of the operands' promoted type stands for that promoted type, so half + half and
+/// exp(half) are half while half < half is bool and int32 / int32 is float. A functor
+/// with its own rule states it as `template <class... Ts> using element_type = ...`
+/// (Cast<U> gives U; where's mask takes no part in promotion).
+template <class Op, class... Ts>
+constexpr auto result_element() {
+  if constexpr (requires { typename Op::template element_type<Ts...>; }) {
+    return std::type_identity<typename Op::template element_type<Ts...>>{};
+  } else {
+    using Promoted = promote_all_t<Ts...>;
+    using Computed = decltype(Op{}(std::declval<compute_t<Ts>>()...));
+    return std::type_identity<std::conditional_t<std::is_same_v<Computed, compute_t<Promoted>>, Promoted, Computed>>{};
+  }
+}
+template <class Op, class... Ts>
+using result_element_t = typename decltype(result_element<Op, Ts...>())::type;
+
 /// An elementwise function Op applied to broadcast children. Children are held by
 /// value (tensors are cheap handles), so an expression never dangles.
 template <class Op, class... Children>
 class MapExpr : public ExprTag {
  public:
-  using value_type = decltype(Op{}(std::declval<typename Children::value_type>()...));
+  using value_type = result_element_t<Op, typename Children::value_type...>;
   using device_type = common_device_t<typename Children::device_type...>;
   static constexpr int rank = std::max({Children::rank...});
 
@@ -93,7 +114,7 @@ class GeneratorExpr : public ExprTag {
 template <class T, class X>
 auto as_operand(const X& x) {
   if constexpr (Expression<X>) return x;
-  else return ScalarExpr<scalar_type_t<T, X>>(static_cast<scalar_type_t<T, X>>(x));
+  else return ScalarExpr<scalar_type_t<T, X>>(static_cast<compute_t<scalar_type_t<T, X>>>(x));
 }
 
 /// The promoted element type of the expression operands in a list (void if none):

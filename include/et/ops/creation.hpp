@@ -32,7 +32,7 @@ Tensor<T, R, D> generate(const Shape<R>& shape, Gen gen) {
 template <class T>
 struct RangeGenerator {
   using value_type = T;
-  using Accumulate = std::conditional_t<std::is_floating_point_v<T>, double, std::int64_t>;
+  using Accumulate = std::conditional_t<is_floating_v<T>, double, std::int64_t>;
   Accumulate start, step;
   ET_HD T operator()(std::int64_t i) const { return static_cast<T>(start + static_cast<Accumulate>(i) * step); }
 };
@@ -85,7 +85,7 @@ auto zeros(D dev, const std::int64_t (&shape)[R]) {
   return zeros<T>(dev, detail::to_shape(shape));
 }
 
-/// Every element equal to value (converted to T).
+/// Every element equal to value (converted to T; for half and bfloat16 rounded once).
 template <Element T, Device D, std::size_t R, Scalar S>
 Tensor<T, int(R), D> full(D, const std::array<std::int64_t, R>& shape, S value) {
   Tensor<T, int(R), D> out = Tensor<T, int(R), D>::allocate(shape);
@@ -142,6 +142,7 @@ Tensor<T, 1, D> linspace(D, double a, double b, std::int64_t n) {
 }
 
 /// Uniform on [0, 1). Element i depends only on (seed, i): identical on every device.
+/// half and bfloat16 draw 11 and 8 random bits (as PyTorch does), so every value is exact.
 template <Element T, Device D, std::size_t R>
 Tensor<T, int(R), D> rand(D, const std::array<std::int64_t, R>& shape, std::uint64_t seed) {
   return detail::generate<T, int(R), D>(shape, detail::UniformGenerator<T>{seed});
@@ -152,6 +153,7 @@ auto rand(D dev, const std::int64_t (&shape)[R], std::uint64_t seed) {
 }
 
 /// Standard normal. Element i depends only on (seed, i): bit-identical on every device.
+/// Computed in double and rounded once to T.
 template <Element T, Device D, std::size_t R>
 Tensor<T, int(R), D> randn(D, const std::array<std::int64_t, R>& shape, std::uint64_t seed) {
   return detail::generate<T, int(R), D>(shape, detail::NormalGenerator<T>{seed});

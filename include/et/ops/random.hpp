@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "et/config.hpp"
+#include "et/types.hpp"
 
 namespace et::detail {
 
@@ -121,23 +122,30 @@ ET_HD double portable_cos_2pi(double u) {
   }
 }
 
-/// Uniform [0, 1) elements: float from 24 bits, double from 53 bits.
+/// Uniform [0, 1) elements: double from 53 bits, float from 24, half from 11, bfloat16
+/// from 8 (as many as the significand holds, as PyTorch does): every value is exact, so
+/// none rounds up to 1.
 template <class T>
 struct UniformGenerator {
-  static_assert(std::is_floating_point_v<T>, "et: rand needs a floating-point element type");
+  static_assert(is_floating_v<T>, "et: rand needs a floating-point element type");
   using value_type = T;
   std::uint64_t seed;
   ET_HD T operator()(std::int64_t i) const {
     const Philox4x32 r = random_words(i, seed);
-    if constexpr (std::is_same_v<T, float>) return static_cast<float>(r.word[0] >> 8) * 0x1.0p-24f;
-    else return uniform53(r.word[0], r.word[1]);
+    if constexpr (std::is_same_v<T, double>) {
+      return uniform53(r.word[0], r.word[1]);
+    } else {
+      constexpr int bits = std::is_same_v<T, float> ? 24 : std::is_same_v<T, half> ? 11 : 8;
+      return T(static_cast<float>(r.word[0] >> (32 - bits)) * (1.0f / static_cast<float>(1u << bits)));
+    }
   }
 };
 
-/// Standard normal elements by Box-Muller on two 53-bit uniforms, computed in double.
+/// Standard normal elements by Box-Muller on two 53-bit uniforms, computed in double and
+/// rounded once to T.
 template <class T>
 struct NormalGenerator {
-  static_assert(std::is_floating_point_v<T>, "et: randn needs a floating-point element type");
+  static_assert(is_floating_v<T>, "et: randn needs a floating-point element type");
   using value_type = T;
   std::uint64_t seed;
   ET_HD T operator()(std::int64_t i) const {

@@ -22,19 +22,26 @@ inline constexpr int block_threads = 256;
 template <class T>
 inline constexpr int vector_width = sizeof(T) >= 16 ? 1 : static_cast<int>(16 / sizeof(T));
 
-/// True when the output and every tensor operand can be accessed V elements at a time
-/// (16-byte aligned, or V*sizeof aligned for narrower groups).
-template <int V, class T, int R, class D, class E>
-bool vector_aligned(const Tensor<T, R, D>& dst, const E& expr) {
-  auto aligned = [](const void* p, std::size_t group_bytes) {
-    return reinterpret_cast<std::uintptr_t>(p) % std::min<std::size_t>(group_bytes, 16) == 0;
-  };
-  bool ok = aligned(dst.data(), sizeof(T) * V);
+inline bool aligned_for(const void* p, std::size_t group_bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % std::min<std::size_t>(group_bytes, 16) == 0;
+}
+
+/// True when every tensor operand can be read V elements at a time (16-byte aligned, or
+/// V*sizeof aligned for narrower groups).
+template <int V, class E>
+bool leaves_aligned(const E& expr) {
+  bool ok = true;
   for_each_leaf(expr, [&](const auto& leaf) {
     using Leaf = std::remove_cvref_t<decltype(leaf)>;
-    if constexpr (is_tensor_v<Leaf>) ok = ok && aligned(leaf.data(), sizeof(typename Leaf::value_type) * V);
+    if constexpr (is_tensor_v<Leaf>) ok = ok && aligned_for(leaf.data(), sizeof(typename Leaf::value_type) * V);
   });
   return ok;
+}
+
+/// True when the output and every tensor operand can be accessed V elements at a time.
+template <int V, class T, int R, class D, class E>
+bool vector_aligned(const Tensor<T, R, D>& dst, const E& expr) {
+  return aligned_for(dst.data(), sizeof(T) * V) && leaves_aligned<V>(expr);
 }
 
 template <int I, class T, int R, class E>

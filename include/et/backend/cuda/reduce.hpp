@@ -1,0 +1,115 @@
+// How reductions run on a CUDA device: the launchers for kernels/et/kernels/reduce.cuh.
+// Full reductions take two launches (block partials, then one block to finish); axis
+// reductions one (rows, or columns with few enough chunks) or two. Scratch space comes
+// from the device's caching allocator, stream-ordered. Only for nvcc.
+#pragma once
+
+#if !defined(__CUDACC__)
+#error "et/backend/cuda/reduce.hpp launches kernels: compile this file with nvcc"
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "et/backend/cuda/elementwise.hpp"
+#include "et/kernels/reduce.cuh"
+#include "et/ops/reduce_ops.hpp"
+
+namespace et::detail::cuda_backend {
+
+inline constexpr int reduce_threads = 256;
+
+/// Vector width for reading an expression of nominal element type T.
+template <class E>
+inline constexpr int read_vector_width = vector_width<typename E::value_type>;
+
+template <class Index, class E>
+kernels::ReadMode choose_read_mode(const E& expr, const ElementwisePlan& plan, bool vector_allowed) {
+  if (!plan.linear) return kernels::ReadMode::strided;
+  if (vector_allowed && leaves_aligned<read_vector_width<E>>(expr)) return kernels::ReadMode::vector;
+  return kernels::ReadMode::linear;
+}
+
+/// 32-bit indices when every index (plus one grid of overshoot) fits.
+inline bool fits_int32(std::int64_t max_index) {
+  return max_index + (std::int64_t{1} << 24) <= std::numeric_limits<std::int32_t>::max();
+}
+
+template <int Device, class Op, class Out, class E>
+void reduce_all(const E& expr, Out* out) {
+  using Acc = typename Op::acc_type;
+  constexpr int R = E::rank, V = read_vector_width<E>;
+  const auto shape = expr.shape();
+  const ElementwisePlan plan = plan_reads(shape, expr);
+  DeviceGuard guard(Device);
+  const cudaStream_t stream = default_stream(Device);
+  const std::int64_t n = checked_numel(shape);
+  // Enough resident blocks to fill every SM twice over; each thread then streams.
+  const std::int64_t wanted = (n + std::int64_t{reduce_threads} * V - 1) / (std::int64_t{reduce_threads} * V);
+  const int blocks = static_cast<int>(
+      std::clamp<std::int64_t>(wanted, 1, std::int64_t{device_properties(Device).multiprocessors} * 8));
+  const auto scratch = allocate_bytes(Device, sizeof(Acc) * static_cast<std::size_t>(blocks));
+  auto* partials = static_cast<Acc*>(scratch.get());
+  with_index_type(fits_int32(plan.max_index), [&](auto index_tag) {
+    using Index = decltype(index_tag);
+    const auto reader = make_reader<R, Index>(expr, shape);
+    const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, true);
+    kernels::reduce_all_blocks<Op, reduce_threads, V><<<blocks, reduce_threads, 0, stream>>>(
+        reader, static_cast<Index>(n), mode, to_coord<Index>(shape), partials);
+  });
+  ET_CUDA_CHECK(cudaGetLastError());
+  kernels::reduce_all_finish<Op, reduce_threads><<<1, reduce_threads, 0, stream>>>(partials, blocks, n, out);
+  ET_CUDA_CHECK(cudaGetLastError());
+}
+
+template <int Device, class Op, class Out, class E>
+void reduce_axis(const E& expr, const AxisProblem& problem, Out* out) {
+  using Acc = typename Op::acc_type;
+  constexpr int R = E::rank, V = read_vector_width<E>;
+  const auto shape = expr.shape();
+  const ElementwisePlan plan = plan_reads(shape, expr);
+  DeviceGuard guard(Device);
+  const cudaStream_t stream = default_stream(Device);
+  const std::int64_t outputs = problem.outer * problem.inner;
+  const int sms = device_properties(Device).multiprocessors;
+  with_index_type(fits_int32(plan.max_index), [&](auto index_tag) {
+    using Index = decltype(index_tag);
+    const auto reader = make_reader<R, Index>(expr, shape);
+    const auto extents = to_coord<Index>(shape);
+    if (problem.inner == 1) {
+      const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, problem.length % V == 0);
+      const int blocks = static_cast<int>(std::min<std::int64_t>(outputs, std::numeric_limits<std::int32_t>::max()));
+      kernels::reduce_rows<Op, reduce_threads, V><<<blocks, reduce_threads, 0, stream>>>(
+          reader, static_cast<Index>(outputs), static_cast<Index>(problem.length), mode, extents, out);
+      return;
+    }
+    const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, false);
+    const std::int64_t column_blocks = (outputs + kernels::column_lanes - 1) / kernels::column_lanes;
+    // Split the rows into chunks until there are ~16 blocks per SM, keeping >= 64 rows a chunk.
+    const std::int64_t chunks = std::clamp<std::int64_t>(
+        (std::int64_t{sms} * 16 + column_blocks - 1) / column_blocks, 1, std::max<std::int64_t>(1, problem.length / 64));
+    // An empty axis still runs one chunk, which writes the identity (sum -> 0, prod -> 1).
+    const std::int64_t rows_per_chunk = std::max<std::int64_t>(1, (problem.length + chunks - 1) / chunks);
+    const std::int64_t used_chunks = std::max<std::int64_t>(1, (problem.length + rows_per_chunk - 1) / rows_per_chunk);
+    std::shared_ptr<void> scratch;
+    if (used_chunks > 1) scratch = allocate_bytes(Device, sizeof(Acc) * static_cast<std::size_t>(used_chunks * outputs));
+    auto* partials = static_cast<Acc*>(scratch.get());
+    const dim3 grid(static_cast<unsigned>(column_blocks), static_cast<unsigned>(used_chunks));
+    const dim3 block(kernels::column_lanes, kernels::column_rows);
+    kernels::reduce_columns<Op><<<grid, block, 0, stream>>>(reader, static_cast<Index>(outputs),
+                                                            static_cast<Index>(problem.length),
+                                                            static_cast<Index>(problem.inner),
+                                                            static_cast<Index>(rows_per_chunk), mode, extents, partials,
+                                                            out);
+    if (used_chunks > 1) {
+      ET_CUDA_CHECK(cudaGetLastError());
+      const int finish_blocks = static_cast<int>((outputs + reduce_threads - 1) / reduce_threads);
+      kernels::reduce_columns_finish<Op><<<finish_blocks, reduce_threads, 0, stream>>>(
+          partials, static_cast<Index>(used_chunks), static_cast<Index>(outputs), problem.length, out);
+    }
+  });
+  ET_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace et::detail::cuda_backend
