@@ -15,7 +15,18 @@
 // Compute types: half and bfloat16 are storage types. Expressions compute on them in
 // float (compute_t): each element is converted to float when loaded, the whole fused
 // expression runs in float, and the result is rounded once to the destination's type
-// when stored. Reductions accumulate half and bfloat16 in float too.
+// when stored. Reductions accumulate half and bfloat16 in float too. A scalar is held
+// in the compute type of the type it takes: half_tensor * 0.1 multiplies by 0.1f, as
+// PyTorch does, not by 0.1 rounded to half.
+//
+//            bool   int32  int64  half   bf16   float  double
+//   bool     bool   int32  int64  half   bf16   float  double
+//   int32           int32  int64  half   bf16   float  double
+//   int64                  int64  half   bf16   float  double
+//   half                          half   float  float  double
+//   bf16                                 bf16   float  double
+//   float                                       float  double
+//   double                                             double
 #pragma once
 
 #include <concepts>
