@@ -7,6 +7,7 @@
 
 #include "et/backend/cpu/elementwise.hpp"
 #include "et/expr/evaluator.hpp"
+#include "et/expr/lowering.hpp"
 #include "et/tensor.hpp"
 
 #if defined(ET_DEVICE_COMPILER)
@@ -79,7 +80,9 @@ void assign(Tensor<T, Rank, D>& dst, const E& expr) {
   static_assert(no_truncation,
                 "et: assigning a floating-point expression to an integer or bool tensor would truncate; "
                 "convert explicitly with et::cast<T>(expr)");
-  if constexpr (rank_fits && no_truncation) {  // after a failed check, report nothing more
+  if constexpr (rank_fits && no_truncation && contains_matmul_v<E>) {
+    assign_with_matmul(dst, expr);  // ops/linalg.hpp: the GEMMs first, then the elementwise rest
+  } else if constexpr (rank_fits && no_truncation) {  // after a failed check, report nothing more
     if (!dst.defined()) {
       Shape<Rank> shape;
       shape.fill(1);

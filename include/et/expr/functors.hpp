@@ -192,6 +192,13 @@ using Cos = FloatingUnary<CosFn>;
 using Tanh = FloatingUnary<TanhFn>;
 using Sigmoid = FloatingUnary<SigmoidFn>;
 using Gelu = FloatingUnary<GeluFn>;
+/// The tanh approximation, PyTorch's approximate='tanh' (and cuBLASLt's GELU epilogue).
+struct GeluTanhFn {
+  template <class C> ET_HD static C apply(C x) {
+    return C(0.5) * x * (C(1) + math::tanh(C(0.79788456080286535588) * (x + C(0.044715) * x * x * x)));
+  }
+};
+using GeluTanh = FloatingUnary<GeluTanhFn>;
 
 /// clamp(x, lo, hi) = minimum(maximum(x, lo), hi); NaN in x propagates.
 struct Clamp {

@@ -52,6 +52,9 @@ template <Expression E> auto tanh(const E& e) { return detail::make_map<detail::
 template <Expression E> auto sigmoid(const E& e) { return detail::make_map<detail::Sigmoid>(e); }
 /// Exact GELU, x * Phi(x) with erf (PyTorch's approximate='none').
 template <Expression E> auto gelu(const E& e) { return detail::make_map<detail::Gelu>(e); }
+/// GELU's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (PyTorch's
+/// approximate='tanh'); after a matmul plus bias it fuses into the cuBLASLt call.
+template <Expression E> auto gelu_tanh(const E& e) { return detail::make_map<detail::GeluTanh>(e); }
 // These keep the element type.
 template <Expression E> auto abs(const E& e) { return detail::make_map<detail::Abs>(e); }
 template <Expression E> auto square(const E& e) { return detail::make_map<detail::Square>(e); }

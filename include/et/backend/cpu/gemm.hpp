@@ -1,0 +1,75 @@
+// How a matrix product runs on the CPU: Eigen's GEMM on Eigen::Maps of the operands'
+// own memory (row- or column-major, with the leading dimension as the outer stride), so
+// transposed and row-sliced operands are read in place. Eigen's GEMM parallelizes with
+// OpenMP; a batch of small products is parallelized over the batch instead.
+// float and double only: ops/linalg.hpp converts half and bfloat16 to float first.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+// Eigen's DenseStorage marks defaulted members __host__ __device__, which nvcc reports
+// (#20012) in every CUDA file that includes it; Eigen is used on the host only here.
+#if defined(__CUDACC__)
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 20012
+#endif
+#include <Eigen/Core>
+#if defined(__CUDACC__)
+#pragma nv_diagnostic pop
+#endif
+
+#include "et/backend/gemm_problem.hpp"
+
+namespace et::detail::cpu_backend {
+
+template <class T, int Order>
+using ConstMatrixMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Order>, Eigen::Unaligned,
+                                  Eigen::OuterStride<>>;
+template <class T, int Order>
+using MatrixMap =
+    Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Order>, Eigen::Unaligned, Eigen::OuterStride<>>;
+
+/// Calls f with Eigen::RowMajor or Eigen::ColMajor as a compile-time constant.
+template <class F>
+void with_storage_order(const BlasLayout& layout, F&& f) {
+  if (layout.row_major) f(std::integral_constant<int, Eigen::RowMajor>{});
+  else f(std::integral_constant<int, Eigen::ColMajor>{});
+}
+
+/// Below this many multiply-adds per product, a batch is split over threads (each product
+/// on one thread) rather than each product over all threads.
+inline constexpr std::int64_t small_product = std::int64_t{1} << 18;
+
+/// c[i] = a[i] @ b[i] (gemm_problem.hpp) for T = float or double.
+template <class T>
+void gemm(const GemmProblem& p) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "et: the CPU GEMM takes float or double");
+  with_storage_order(p.a.layout, [&](auto a_order) {
+    with_storage_order(p.b.layout, [&](auto b_order) {
+      with_storage_order(p.c.layout, [&](auto c_order) {
+        const auto* a = static_cast<const T*>(p.a.data);
+        const auto* b = static_cast<const T*>(p.b.data);
+        auto* c = static_cast<T*>(p.c.data);
+        auto product = [&](std::int64_t i) {
+          const ConstMatrixMap<T, decltype(a_order)::value> am(a + i * p.a.batch_stride, p.m, p.k,
+                                                               Eigen::OuterStride<>(p.a.layout.ld));
+          const ConstMatrixMap<T, decltype(b_order)::value> bm(b + i * p.b.batch_stride, p.k, p.n,
+                                                               Eigen::OuterStride<>(p.b.layout.ld));
+          MatrixMap<T, decltype(c_order)::value> cm(c + i * p.c.batch_stride, p.m, p.n,
+                                                    Eigen::OuterStride<>(p.c.layout.ld));
+          cm.noalias() = am * bm;
+        };
+        if (p.batch > 1 && p.m * p.n * p.k < small_product) {
+#pragma omp parallel for schedule(static)
+          for (std::int64_t i = 0; i < p.batch; ++i) product(i);
+        } else {
+          for (std::int64_t i = 0; i < p.batch; ++i) product(i);
+        }
+      });
+    });
+  });
+  gemm_counters().eigen_gemms += p.batch;
+}
+
+}  // namespace et::detail::cpu_backend

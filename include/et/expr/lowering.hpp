@@ -1,0 +1,31 @@
+// Internal (included by expr/assign.hpp): the hook through which an assignment evaluates
+// an expression that holds matrix products. A matmul node is not elementwise, so such an
+// expression is "lowered" first: each product runs as one GEMM (or one GEMM with a fused
+// epilogue), and what is left is an ordinary elementwise expression, evaluated as usual.
+// The lowering itself lives in ops/linalg.hpp, which every file that builds a matmul
+// node has included.
+#pragma once
+
+#include <type_traits>
+
+#include "et/expr/node.hpp"
+#include "et/tensor.hpp"
+
+namespace et::detail {
+
+template <class A, class B>
+class MatmulExpr;  // ops/linalg.hpp
+
+/// True when an expression tree holds a matmul node anywhere.
+template <class E>
+inline constexpr bool contains_matmul_v = false;
+template <class A, class B>
+inline constexpr bool contains_matmul_v<MatmulExpr<A, B>> = true;
+template <class Op, class... Children>
+inline constexpr bool contains_matmul_v<MapExpr<Op, Children...>> = (contains_matmul_v<Children> || ...);
+
+/// Evaluates an expression that holds matmul nodes into dst: defined in ops/linalg.hpp.
+template <class T, int Rank, class D, class E>
+void assign_with_matmul(Tensor<T, Rank, D>& dst, const E& expr);
+
+}  // namespace et::detail
