@@ -9,6 +9,7 @@
 #include "et/layout.hpp"
 #include "et/ops/creation.hpp"
 #include "et/ops/linalg.hpp"
+#include "et/ops/nn.hpp"
 #include "et/ops/reduce.hpp"
 #include "et/runtime/device_runtime.hpp"
 #include "et/runtime/dispatch.hpp"
