@@ -301,7 +301,7 @@ TEMPLATE_TEST_CASE("every 16-bit pattern widens exactly and round-trips", "[dtyp
 
 TEMPLATE_TEST_CASE("float, double and integers round to nearest even, once", "[dtypes][conversion]", et::half, et::bfloat16) {
   using H = TestType;
-  SECTION("float: ties, neighbours of ties, subnormals, overflow to infinity, NaN, a sweep of all floats") {
+  SECTION("float: ties, neighbours of ties, subnormals, overflow to infinity, NaN, every 4099th float") {
     const std::vector<float> inputs = rounding_inputs<H>();
     std::size_t wrong = 0, wrong_vs_cuda = 0;
     float first_bad = 0;
