@@ -10,8 +10,8 @@
 //                      w [4096, 4096] ([out, in], as torch.nn.Linear), b [4096]: one
 //                      cublasLtMatmul with the RELU_BIAS epilogue (checked by counting)
 // Every workload writes into an existing tensor (no allocation in the timed loop).
-// Timing: a CUDA event pair around every repetition, after warm-up; the median is
-// reported, as TFLOP/s counting 2*M*N*K. Inputs are standard normal, never zeros.
+// Timing: a CUDA event pair around every repetition, after a warm-up of one second of
+// the same work (steady clocks, see median_us); the median is reported, as TFLOP/s counting 2*M*N*K. Inputs are standard normal, never zeros.
 // Correctness: 256 sampled elements of each result against a double-precision dot
 // product of the same (rounded) inputs, on the scale sum_k |a_ik b_kj|.
 //
@@ -19,6 +19,7 @@
 #include <et/et.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -34,6 +35,7 @@
 namespace {
 
 using Gpu = et::Cuda<0>;
+constexpr double warmup_seconds = 1.0;
 
 struct Result {
   std::string workload, dtype, mode;
@@ -43,10 +45,16 @@ struct Result {
   bool ok = false;
 };
 
-/// Median microseconds of `reps` runs of `run`, each between its own event pair.
-double median_us(const std::function<void()>& run, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) run();
-  et::synchronize(et::cuda<0>);
+/// Median microseconds of `reps` runs of `run`, each between its own event pair, after
+/// at least `warmup_s` seconds of running it: a large GEMM draws enough power that the
+/// GPU's clocks fall within a second of starting from idle, and timing the boost before
+/// that would compare clock states, not libraries (peers_gemm.py warms up the same way).
+double median_us(const std::function<void()>& run, double warmup_s, int reps) {
+  const auto start = std::chrono::steady_clock::now();
+  do {
+    for (int i = 0; i < 4; ++i) run();
+    et::synchronize(et::cuda<0>);
+  } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < warmup_s);
   std::vector<cudaEvent_t> starts(static_cast<std::size_t>(reps)), ends(starts.size());
   for (std::size_t i = 0; i < starts.size(); ++i) {
     ET_CUDA_CHECK(cudaEventCreate(&starts[i]));
@@ -133,7 +141,7 @@ Result bench_gemm(const char* name, const char* dtype, et::MathMode mode, const 
   Result r;
   r.workload = name, r.dtype = dtype, r.mode = mode_name, r.m = r.n = r.k = size;
   std::tie(r.lt_calls, r.fused_calls) = calls_per_run(run);
-  r.us = median_us(run, 5, reps);
+  r.us = median_us(run, warmup_seconds, reps);
   r.tflops = 2.0 * double(size) * double(size) * double(size) / (r.us * 1e-6) / 1e12;
   r.max_error = sampled_error(a, b, false, z, {}, false);
   r.tolerance = tolerance;
@@ -150,7 +158,7 @@ Result bench_linear(std::int64_t batch, std::int64_t features, int reps) {
   Result r;
   r.workload = "linear-bias-relu", r.dtype = "bfloat16", r.mode = "-", r.m = batch, r.n = features, r.k = features;
   std::tie(r.lt_calls, r.fused_calls) = calls_per_run(run);
-  r.us = median_us(run, 5, reps);
+  r.us = median_us(run, warmup_seconds, reps);
   r.tflops = 2.0 * double(batch) * double(features) * double(features) / (r.us * 1e-6) / 1e12;
   std::vector<double> bias_values;
   for (const T& v : bias.to_vector()) bias_values.push_back(static_cast<float>(v));

@@ -7,7 +7,7 @@
     linear-bias-relu  relu(linear(x, w, b)), bfloat16, x [8192, 4096], w [4096, 4096], b [4096]:
                       PyTorch eager and torch.compile
 
-Timed like et_bench_gemm: a CUDA event pair around every repetition, after warm-up, median
+Timed like et_bench_gemm: a CUDA event pair around every repetition, after one second of warm-up, median
 reported as TFLOP/s (2*M*N*K). The GEMMs write into a preallocated tensor (torch.mm(...,
 out=c)), as etensor's do; the linear layer is written the way a model writes it. Each
 result is checked on 256 sampled elements against float64 dot products of the same inputs.
@@ -24,16 +24,24 @@ Exit status 1 if PyTorch is missing or a result is wrong (not for a missed targe
 import argparse
 import json
 import sys
+import time
 import traceback
 
+WARMUP_S = 1.0  # seconds of warm-up before timing, as et_bench_gemm
 TARGETS = {"gemm-fp32": 0.98, "gemm-tf32": 0.98, "gemm-bf16": 0.98, "linear-bias-relu": 1.05}
 TOLERANCE = {"gemm-fp32": 5e-5, "gemm-tf32": 3e-3, "gemm-bf16": 1e-2, "linear-bias-relu": 1e-2}
 
 
-def median_us(torch, run, warmup, reps):
-    for _ in range(warmup):
-        run()
-    torch.cuda.synchronize()
+def median_us(torch, run, warmup_s, reps):
+    """Median of `reps` event-timed runs after `warmup_s` seconds of the same work (as
+    et_bench_gemm: a large GEMM lowers the GPU's clocks within a second of starting)."""
+    start = time.perf_counter()
+    while True:
+        for _ in range(4):
+            run()
+        torch.cuda.synchronize()
+        if time.perf_counter() - start >= warmup_s:
+            break
     pairs = []
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -82,7 +90,7 @@ def bench_gemm(torch, name, dtype, tf32, size, reps):
     a = torch.randn(size, size, device="cuda", dtype=torch.float32, generator=g).to(dtype)
     b = torch.randn(size, size, device="cuda", dtype=torch.float32, generator=g).to(dtype)
     c = torch.empty(size, size, device="cuda", dtype=dtype)
-    us = median_us(torch, lambda: torch.mm(a, b, out=c), 5, reps)
+    us = median_us(torch, lambda: torch.mm(a, b, out=c), WARMUP_S, reps)
     error = sampled_error(torch, a, b, c)
     set_tf32(torch, False)
     return {"workload": name, "peer": "torch eager", "us": us, "tflops": 2.0 * size**3 / (us * 1e-6) / 1e12,
@@ -101,7 +109,7 @@ def bench_linear(torch, batch, features, reps, compiled):
 
     fn = torch.compile(layer, dynamic=False) if compiled else layer
     y = fn(x, w, b)
-    us = median_us(torch, lambda: fn(x, w, b), 5, reps)
+    us = median_us(torch, lambda: fn(x, w, b), WARMUP_S, reps)
     y = fn(x, w, b)
     error = sampled_error(torch, x, w.t(), y, bias=b, relu=True)
     return {"workload": "linear-bias-relu", "peer": "torch.compile" if compiled else "torch eager", "us": us,

@@ -130,7 +130,6 @@ struct GemmCounters {
   std::atomic<std::int64_t> cublas_gemms{0};    ///< cublasGemmStridedBatchedEx calls (no Lt algorithm)
   std::atomic<std::int64_t> eigen_gemms{0};     ///< CPU products (one per matrix of a batch)
   std::atomic<std::int64_t> operand_copies{0};  ///< operands made contiguous: no BLAS layout fits
-  std::atomic<std::int64_t> autotuned{0};       ///< problems whose cuBLASLt algorithm was chosen by timing
 };
 
 inline GemmCounters& gemm_counters() {

@@ -9,11 +9,13 @@
 //
 // State per (device, stream), created on first use and kept for the process's life: a
 // cuBLASLt handle, a cuBLAS handle (only if ever needed) and a 32 MiB workspace from the
-// device's caching allocator (NVIDIA's recommendation for Hopper). The algorithm for a
-// problem (shapes, layouts, types, epilogue, alignments) is chosen once and cached, so a
-// repeated product costs one cublasLtMatmul call and no heuristic query: cuBLASLt's
-// heuristic answer for small products, the fastest of its best 8 answers, timed on the
-// first call, for products of 512^3 multiply-adds or more (see autotune_min_volume).
+// device's caching allocator (NVIDIA's recommendation for Hopper). The algorithm
+// cuBLASLt's heuristic picks for a problem (shapes, layouts, types, epilogue, alignments)
+// is cached, so a repeated product costs one cublasLtMatmul call and no heuristic query.
+// Its first answer is what cublasGemmEx (and so PyTorch) runs: on an H200 at 8192^3 the
+// two ran at the same steady-state speed in TF32 and bf16. Timing the heuristic's other
+// answers on the first call was tried and dropped: a few runs per candidate measure the
+// GPU's clock boost, not the kernel, and picked slower kernels (bf16 -14%).
 //
 // Compute types: double CUBLAS_COMPUTE_64F; half and bfloat16 CUBLAS_COMPUTE_32F (tensor
 // cores, float accumulation); float by MathMode (ops/math_mode.hpp). Scale type float
@@ -27,10 +29,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
-#include <array>
 #include <climits>
-#include <cmath>
-#include <algorithm>
 #include <compare>
 #include <cstdint>
 #include <map>
@@ -40,7 +39,6 @@
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "et/backend/gemm_problem.hpp"
 #include "et/half.hpp"
@@ -228,53 +226,6 @@ std::optional<cublasLtMatmulAlgo_t> cached_algorithm(const AlgorithmKey& key, As
   return answer;
 }
 
-/// Products of at least this many multiply-adds (m * n * k * batch, 512^3) are autotuned:
-/// the first time such a problem is seen, cuBLASLt's best `autotune_candidates` heuristic
-/// answers are each timed on the real operands (fastest_algorithm) and the fastest is
-/// cached. The heuristic's first answer is not always the fastest (measured: TF32
-/// 8192^3 on an H200 ran 5% slower than PyTorch with it); smaller products take it as is,
-/// since their timing would cost more than it could save.
-inline constexpr double autotune_min_volume = 512.0 * 512.0 * 512.0;
-inline constexpr int autotune_candidates = 8;
-
-/// The candidate for which `run` (which queues one product on `stream` and returns its
-/// cuBLAS status) takes least time; candidates[0] is the heuristic's own first answer.
-/// Each candidate runs once to warm up (a refusal drops it), then three rounds time every
-/// candidate in turn (two runs per timing, round-robin so that clock changes hit all
-/// alike), keeping each one's best time. Another candidate replaces the first answer only
-/// when it is at least 3% faster: timing noise must not trade a good answer for a lucky
-/// one. Blocks the host until the timed work is done.
-template <class Run>
-cublasLtMatmulAlgo_t fastest_algorithm(const std::vector<cublasLtMatmulAlgo_t>& candidates, cudaStream_t stream,
-                                       Run&& run) {
-  std::vector<float> best_ms(candidates.size(), -1.0f);  // < 0: refused
-  for (std::size_t i = 0; i < candidates.size(); ++i)
-    if (run(candidates[i]) == CUBLAS_STATUS_SUCCESS) best_ms[i] = INFINITY;
-  cudaEvent_t start{}, stop{};
-  ET_CUDA_CHECK(cudaEventCreate(&start));
-  ET_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int round = 0; round < 3; ++round) {
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      if (best_ms[i] < 0) continue;
-      ET_CUDA_CHECK(cudaEventRecord(start, stream));
-      const bool ran = run(candidates[i]) == CUBLAS_STATUS_SUCCESS && run(candidates[i]) == CUBLAS_STATUS_SUCCESS;
-      ET_CUDA_CHECK(cudaEventRecord(stop, stream));
-      ET_CUDA_CHECK(cudaEventSynchronize(stop));
-      float ms = 0;
-      ET_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      best_ms[i] = ran ? std::min(best_ms[i], ms) : -1.0f;
-    }
-  }
-  ET_CUDA_CHECK(cudaEventDestroy(start));
-  ET_CUDA_CHECK(cudaEventDestroy(stop));
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < candidates.size(); ++i)
-    if (best_ms[i] >= 0 && (best_ms[best] < 0 || best_ms[i] < best_ms[best])) best = i;
-  if (best_ms[0] >= 0 && best_ms[best] > 0.97f * best_ms[0]) best = 0;
-  ++gemm_counters().autotuned;
-  return candidates[best];
-}
-
 /// c[i] = a[i] @ b[i] (gemm_problem.hpp) on `device`'s stream, with `epilogue` applied in
 /// float before rounding to T (bias: a device vector of n elements of type T). Returns
 /// false, having queued nothing, when an epilogue was asked for and cuBLASLt has no
@@ -344,28 +295,14 @@ bool gemm(int device, const GemmProblem& p, MathMode mode, GemmEpilogue epilogue
     set_attribute(raw_preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b);
     set_attribute(raw_preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c);
     set_attribute(raw_preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_c);
-    const bool worth_timing = double(g.m) * double(g.n) * double(g.k) * double(g.batch) >= autotune_min_volume;
-    std::array<cublasLtMatmulHeuristicResult_t, autotune_candidates> results{};
+    cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-        context.lt, raw_desc, a_layout.get(), b_layout.get(), d_layout.get(), d_layout.get(), raw_preference,
-        worth_timing ? autotune_candidates : 1, results.data(), &found);
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(context.lt, raw_desc, a_layout.get(), b_layout.get(),
+                                                                 d_layout.get(), d_layout.get(), raw_preference, 1,
+                                                                 &result, &found);
     // NOT_SUPPORTED (or any refusal) means no algorithm: cuBLAS then gets to say why.
-    if (status != CUBLAS_STATUS_SUCCESS) return std::nullopt;
-    std::vector<cublasLtMatmulAlgo_t> candidates;
-    for (int i = 0; i < found; ++i)
-      if (results[static_cast<std::size_t>(i)].state == CUBLAS_STATUS_SUCCESS)
-        candidates.push_back(results[static_cast<std::size_t>(i)].algo);
-    if (candidates.size() <= 1) {
-      if (candidates.empty()) return std::nullopt;
-      return candidates.front();
-    }
-    const auto run = [&](const cublasLtMatmulAlgo_t& algo) {
-      return cublasLtMatmul(context.lt, raw_desc, &alpha, g.a.data, a_layout.get(), g.b.data, b_layout.get(), &beta,
-                            g.d, d_layout.get(), g.d, d_layout.get(), &algo, context.workspace.get(),
-                            context.workspace_bytes, stream);
-    };
-    return fastest_algorithm(candidates, stream, run);
+    if (status != CUBLAS_STATUS_SUCCESS || found == 0 || result.state != CUBLAS_STATUS_SUCCESS) return std::nullopt;
+    return result.algo;
   });
 
   if (!algorithm) {
