@@ -130,7 +130,7 @@ class Tensor : public detail::ExprTag {
   }
 
   /// The same tensor on another device. To the same device it returns *this (shared
-  /// storage, no copy). Cpu <-> Cuda<I> goes through cudaMemcpy; Cuda<I> -> Cuda<J>
+  /// storage, no copy). `Cpu <-> Cuda<I>` goes through cudaMemcpy; `Cuda<I> -> Cuda<J>`
   /// through a peer copy (staged by the driver where peer access is impossible).
   template <Device To>
   Tensor<T, Rank, To> to(To) const {
