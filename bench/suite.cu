@@ -1,0 +1,546 @@
+// The benchmark suite's GPU workloads beyond the 17-op chain of bench/elementwise.cu, each
+// beside its physical limit; bench/peers_suite.py runs the same workloads in PyTorch eager,
+// torch.compile and CuPy, and scripts/bench-all puts everything in one table.
+//
+// Elementwise, at 2^10, 2^16, 2^20, 2^24 and 2^28 float elements (2-d ones square):
+//   axpy            z = 1.5f * x + y                                   2 in, 1 out, 12 B/element
+//   chain10         z = tanh(x * 0.5f + y) * sigmoid(w) + exp(-abs(x)) * 0.25f
+//                   10 operations (*, +, tanh, sigmoid, *, abs, -, exp, *, +)  3 in, 1 out, 16 B/element
+//   bias-add        z = m + b, m [n, n], b [n] (a row vector broadcast down the rows)
+//   transpose-add   z = x.transpose(0, 1) + y on [n, n] matrices (one operand read strided)
+// Other:
+//   softmax         et::softmax(m, 1) over the rows of a 4096 x 4096 float matrix: max,
+//                   sum of exp, normalize (three kernels, see et/ops/reduce.hpp), into a new tensor
+//   launch-bound    1000 dependent expressions x = x * 0.5f + y on 1024 floats; microseconds
+//                   per expression (the GPU waits for the host: this measures launch cost)
+//
+// Limits ("limit_us" in the JSON):
+//   chain10         a hand-written float4 kernel of the same function (__restrict__ operands)
+//   launch-bound    the same loop launching a hand-written kernel of x * 0.5f + y
+//   the others      the bytes moved at the device-to-device copy bandwidth (1 GiB copy,
+//                   bytes read + written), but never below one empty kernel launch timed the
+//                   same way (at small sizes nothing beats a launch)
+// Each etensor result is checked against a plain hand-written reference kernel (softmax:
+// rows recomputed in double on the host; launch-bound: the same recurrence on the host).
+// Timing: a CUDA event pair around every repetition, repetitions back to back, after
+// warm-up; the median is reported.
+//
+// Usage: et_bench_suite [--json PATH] [--reps N] [--max-log2 K]   (exit status 1 if a check fails)
+#include <et/et.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Gpu = et::Cuda<0>;
+using Vector = et::Tensor<float, 1, Gpu>;
+using Matrix = et::Tensor<float, 2, Gpu>;
+constexpr int block_threads = 256;
+constexpr double tolerance = 1e-5;  // max |got - want| / max(|want|, 1)
+constexpr float axpy_a = 1.5f;
+
+template <class X, class Y, class W>
+auto chain10(const X& x, const Y& y, const W& w) {
+  return et::tanh(x * 0.5f + y) * et::sigmoid(w) + et::exp(-et::abs(x)) * 0.25f;
+}
+
+__device__ __forceinline__ float chain10_element(float x, float y, float w) {
+  const float sigmoid_w = 1.0f / (1.0f + expf(-w));
+  return tanhf(x * 0.5f + y) * sigmoid_w + expf(-fabsf(x)) * 0.25f;
+}
+
+double chain10_reference(double x, double y, double w) {
+  return std::tanh(x * 0.5 + y) / (1.0 + std::exp(-w)) + std::exp(-std::fabs(x)) * 0.25;
+}
+
+/// The limit for chain10: one float4 per thread; the thread just past the last float4
+/// finishes the n % 4 tail.
+__global__ void __launch_bounds__(block_threads)
+    hand_chain10(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ w,
+                 float* __restrict__ z, std::int64_t n) {
+  const std::int64_t vectors = n / 4;
+  const std::int64_t v = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
+  if (v < vectors) {
+    const float4 a = reinterpret_cast<const float4*>(x)[v];
+    const float4 b = reinterpret_cast<const float4*>(y)[v];
+    const float4 c = reinterpret_cast<const float4*>(w)[v];
+    float4 out;
+    out.x = chain10_element(a.x, b.x, c.x);
+    out.y = chain10_element(a.y, b.y, c.y);
+    out.z = chain10_element(a.z, b.z, c.z);
+    out.w = chain10_element(a.w, b.w, c.w);
+    reinterpret_cast<float4*>(z)[v] = out;
+  } else if (v == vectors) {
+    for (std::int64_t i = vectors * 4; i < n; ++i) z[i] = chain10_element(x[i], y[i], w[i]);
+  }
+}
+
+/// The limit for launch-bound: x = x * 0.5f + y, one float4 per thread (n % 4 == 0).
+__global__ void __launch_bounds__(block_threads)
+    hand_halve_add(float* __restrict__ x, const float* __restrict__ y, std::int64_t n) {
+  const std::int64_t v = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
+  if (v < n / 4) {
+    float4 a = reinterpret_cast<float4*>(x)[v];
+    const float4 b = reinterpret_cast<const float4*>(y)[v];
+    a.x = a.x * 0.5f + b.x, a.y = a.y * 0.5f + b.y, a.z = a.z * 0.5f + b.z, a.w = a.w * 0.5f + b.w;
+    reinterpret_cast<float4*>(x)[v] = a;
+  }
+}
+
+__global__ void empty_kernel() {}
+
+// Plain one-element-per-thread reference kernels: obviously right, not tuned.
+__global__ void reference_axpy(const float* x, const float* y, float* z, std::int64_t n) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) z[i] = axpy_a * x[i] + y[i];
+}
+__global__ void reference_bias_add(const float* m, const float* b, float* z, std::int64_t side) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < side * side) z[i] = m[i] + b[i % side];
+}
+__global__ void reference_transpose_add(const float* x, const float* y, float* z, std::int64_t side) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < side * side) z[i] = x[(i % side) * side + i / side] + y[i];
+}
+
+unsigned blocks_for(std::int64_t threads) {
+  return static_cast<unsigned>((threads + block_threads - 1) / block_threads);
+}
+
+/// Largest |got - want| / max(|want|, 1) as float bits (non-negative floats order like
+/// their bits), and how many elements are not finite on either side (unwritten poison).
+__global__ void compare_kernel(const float* got, const float* want, std::int64_t n, unsigned* worst_bits,
+                               unsigned long long* non_finite) {
+  float worst = 0.0f;
+  unsigned long long bad = 0;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float g = got[i], r = want[i];
+    if (!isfinite(g) || !isfinite(r)) {
+      ++bad;
+      continue;
+    }
+    worst = fmaxf(worst, fabsf(g - r) / fmaxf(fabsf(r), 1.0f));
+  }
+  atomicMax(worst_bits, __float_as_uint(worst));
+  if (bad) atomicAdd(non_finite, bad);
+}
+
+struct Check {
+  double max_error = 0;
+  unsigned long long non_finite = 0;
+  bool ok() const { return non_finite == 0 && max_error <= tolerance; }
+};
+
+Check compare_on_device(const float* got, const float* want, std::int64_t n) {
+  unsigned* worst_bits = nullptr;
+  unsigned long long* non_finite = nullptr;
+  ET_CUDA_CHECK(cudaMalloc(&worst_bits, sizeof(unsigned)));
+  ET_CUDA_CHECK(cudaMalloc(&non_finite, sizeof(unsigned long long)));
+  ET_CUDA_CHECK(cudaMemset(worst_bits, 0, sizeof(unsigned)));
+  ET_CUDA_CHECK(cudaMemset(non_finite, 0, sizeof(unsigned long long)));
+  compare_kernel<<<et::device_properties(0).multiprocessors * 8, block_threads, 0, cudaStreamLegacy>>>(
+      got, want, n, worst_bits, non_finite);
+  ET_CUDA_CHECK(cudaGetLastError());
+  unsigned bits = 0;
+  Check result;
+  ET_CUDA_CHECK(cudaMemcpy(&bits, worst_bits, sizeof bits, cudaMemcpyDeviceToHost));
+  ET_CUDA_CHECK(cudaMemcpy(&result.non_finite, non_finite, sizeof result.non_finite, cudaMemcpyDeviceToHost));
+  ET_CUDA_CHECK(cudaFree(worst_bits));
+  ET_CUDA_CHECK(cudaFree(non_finite));
+  float worst = 0;
+  std::memcpy(&worst, &bits, sizeof worst);
+  result.max_error = worst;
+  return result;
+}
+
+/// The chain10 hand kernel against a double-precision host evaluation of its first and
+/// last 2048 elements, so the limit is itself known to compute the right function.
+Check check_hand_on_host(const float* x, const float* y, const float* w, const float* z, std::int64_t n) {
+  Check result;
+  const std::int64_t span = std::min<std::int64_t>(n, 2048);
+  for (const std::int64_t start : {std::int64_t{0}, n - span}) {
+    std::vector<float> hx(static_cast<std::size_t>(span)), hy(hx.size()), hw(hx.size()), hz(hx.size());
+    const std::size_t bytes = hx.size() * sizeof(float);
+    ET_CUDA_CHECK(cudaMemcpy(hx.data(), x + start, bytes, cudaMemcpyDeviceToHost));
+    ET_CUDA_CHECK(cudaMemcpy(hy.data(), y + start, bytes, cudaMemcpyDeviceToHost));
+    ET_CUDA_CHECK(cudaMemcpy(hw.data(), w + start, bytes, cudaMemcpyDeviceToHost));
+    ET_CUDA_CHECK(cudaMemcpy(hz.data(), z + start, bytes, cudaMemcpyDeviceToHost));
+    for (std::size_t i = 0; i < hx.size(); ++i) {
+      if (!std::isfinite(hz[i])) {
+        ++result.non_finite;
+        continue;
+      }
+      const double want = chain10_reference(hx[i], hy[i], hw[i]);
+      result.max_error = std::max(result.max_error, std::fabs(hz[i] - want) / std::max(std::fabs(want), 1.0));
+    }
+  }
+  return result;
+}
+
+/// Median microseconds of `reps` back-to-back runs of launch(), each between its own
+/// pair of events, after `warmup` untimed runs.
+template <class Launch>
+double median_us(Launch launch, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) launch();
+  ET_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(reps));
+  for (auto& e : events) ET_CUDA_CHECK(cudaEventCreate(&e));
+  for (int r = 0; r < reps; ++r) {
+    ET_CUDA_CHECK(cudaEventRecord(events[2 * r], cudaStreamLegacy));
+    launch();
+    ET_CUDA_CHECK(cudaEventRecord(events[2 * r + 1], cudaStreamLegacy));
+  }
+  ET_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    float ms = 0;
+    ET_CUDA_CHECK(cudaEventElapsedTime(&ms, events[2 * r], events[2 * r + 1]));
+    times.push_back(1000.0 * ms);
+  }
+  for (auto& e : events) ET_CUDA_CHECK(cudaEventDestroy(e));
+  std::sort(times.begin(), times.end());
+  return reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+}
+
+struct Row {
+  std::string workload, size;   // size: "2^20", "4096x4096", ...
+  std::int64_t elements = 0;
+  double bytes = 0, etensor_us = 0, limit_us = 0;
+  std::string limit_kind;        // "hand float4 kernel", "copy bandwidth", "launch floor", ...
+  int kernels = 1;               // etensor kernel launches per evaluation
+  Check check;
+  std::string note;
+};
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out + "\"";
+}
+
+std::string power_label(std::int64_t n) {
+  int k = 0;
+  while ((std::int64_t{1} << k) < n) ++k;
+  return "2^" + std::to_string(k);
+}
+
+class Suite {
+ public:
+  Suite(int reps, int max_log2) : reps_(reps) {
+    for (int k : {10, 16, 20, 24, 28})
+      if (k <= max_log2) sizes_.push_back(std::int64_t{1} << k);
+  }
+
+  int run(const std::string& json_path) {
+    const et::DeviceProperties& device = et::device_properties(0);
+    std::printf("device: %s, %d SMs, %.1f MiB L2, %.1f GiB\n", device.name.c_str(), device.multiprocessors,
+                static_cast<double>(device.l2_cache_bytes) / (1 << 20),
+                static_cast<double>(device.total_memory) / (1 << 30));
+    measure_copy();
+    launch_floor_us_ = median_us([] { empty_kernel<<<1, 1, 0, cudaStreamLegacy>>>(); }, 3, reps_);
+    std::printf("empty kernel launch (event pair around one launch): %.2f us\n\n", launch_floor_us_);
+
+    const std::int64_t largest = sizes_.back();
+    x_ = et::randn<float>(et::cuda<0>, {largest}, 11);
+    y_ = et::randn<float>(et::cuda<0>, {largest}, 12);
+    w_ = et::randn<float>(et::cuda<0>, {largest}, 13);
+    z_ = et::empty<float>(et::cuda<0>, {largest});
+    reference_ = et::empty<float>(et::cuda<0>, {largest});
+    for (const std::int64_t n : sizes_) axpy(n);
+    for (const std::int64_t n : sizes_) chain(n);
+    for (const std::int64_t n : sizes_) bias_add(n);
+    for (const std::int64_t n : sizes_) transpose_add(n);
+    x_ = y_ = w_ = z_ = reference_ = Vector{};
+    softmax(4096);
+    launch_bound(1024, 1000);
+    return report(json_path, device);
+  }
+
+ private:
+  void measure_copy() {
+    const std::size_t bytes = std::size_t{1} << 30;
+    void *source = nullptr, *target = nullptr;
+    ET_CUDA_CHECK(cudaMalloc(&source, bytes));
+    ET_CUDA_CHECK(cudaMalloc(&target, bytes));
+    ET_CUDA_CHECK(cudaMemset(source, 0x3c, bytes));
+    copy_us_ = median_us(
+        [&] { ET_CUDA_CHECK(cudaMemcpyAsync(target, source, bytes, cudaMemcpyDeviceToDevice, cudaStreamLegacy)); }, 3,
+        reps_);
+    copy_gbps_ = 2.0 * static_cast<double>(bytes) / (copy_us_ * 1e-6) / 1e9;
+    ET_CUDA_CHECK(cudaFree(source));
+    ET_CUDA_CHECK(cudaFree(target));
+    std::printf("device-to-device copy of 1 GiB: %.1f us, %.1f GB/s (bytes read + written)\n", copy_us_, copy_gbps_);
+  }
+
+  /// The limit of a bandwidth-bound workload: its bytes at the copy bandwidth, but no
+  /// less than one launch.
+  void set_copy_limit(Row& row) const {
+    const double copy_time = row.bytes / (copy_gbps_ * 1e9) * 1e6;
+    row.limit_us = std::max(copy_time, launch_floor_us_);
+    row.limit_kind = copy_time >= launch_floor_us_ ? "copy bandwidth" : "launch floor";
+  }
+
+  static Vector prefix(const Vector& t, std::int64_t n) { return Vector(t.storage(), 0, {n}, {1}); }
+  static Matrix square(const Vector& t, std::int64_t side) { return Matrix(t.storage(), 0, {side, side}, {side, 1}); }
+  static std::int64_t side_of(std::int64_t n) { return std::llround(std::sqrt(static_cast<double>(n))); }
+
+  /// Fills the first n outputs with NaN: an element a kernel skips then fails the check.
+  static void poison(const Vector& t, std::int64_t n) {
+    ET_CUDA_CHECK(cudaMemsetAsync(t.data(), 0xff, static_cast<std::size_t>(n) * sizeof(float), cudaStreamLegacy));
+  }
+
+  void axpy(std::int64_t n) {
+    const Vector x = prefix(x_, n), y = prefix(y_, n);
+    Vector z = prefix(z_, n);
+    poison(z_, n);
+    reference_axpy<<<blocks_for(n), block_threads, 0, cudaStreamLegacy>>>(x.data(), y.data(), reference_.data(), n);
+    ET_CUDA_CHECK(cudaGetLastError());
+    z = axpy_a * x + y;
+    Row row{"axpy", power_label(n), n, 12.0 * static_cast<double>(n)};
+    row.check = compare_on_device(z.data(), reference_.data(), n);
+    row.etensor_us = median_us([&] { z = axpy_a * x + y; }, 3, reps_);
+    set_copy_limit(row);
+    add(row);
+  }
+
+  void chain(std::int64_t n) {
+    const Vector x = prefix(x_, n), y = prefix(y_, n), w = prefix(w_, n);
+    Vector z = prefix(z_, n);
+    float* hand = reference_.data();
+    poison(z_, n);
+    poison(reference_, n);
+    auto launch_hand = [&] {
+      hand_chain10<<<blocks_for(n / 4 + 1), block_threads, 0, cudaStreamLegacy>>>(x.data(), y.data(), w.data(), hand,
+                                                                                    n);
+      ET_CUDA_CHECK(cudaGetLastError());
+    };
+    launch_hand();
+    z = chain10(x, y, w);
+    Row row{"chain10", power_label(n), n, 16.0 * static_cast<double>(n)};
+    row.check = compare_on_device(z.data(), hand, n);
+    const Check hand_check = check_hand_on_host(x.data(), y.data(), w.data(), hand, n);
+    if (!hand_check.ok()) {
+      row.check.non_finite += hand_check.non_finite;
+      row.check.max_error = std::max(row.check.max_error, hand_check.max_error);
+      row.note = "hand kernel differs from the double-precision host evaluation";
+    }
+    row.limit_us = median_us(launch_hand, 3, reps_);
+    row.limit_kind = "hand float4 kernel";
+    row.etensor_us = median_us([&] { z = chain10(x, y, w); }, 3, reps_);
+    add(row);
+  }
+
+  void bias_add(std::int64_t n) {
+    const std::int64_t side = side_of(n);
+    const Matrix m = square(x_, side);
+    const Vector b = prefix(w_, side);
+    Matrix z = square(z_, side);
+    poison(z_, n);
+    reference_bias_add<<<blocks_for(n), block_threads, 0, cudaStreamLegacy>>>(m.data(), b.data(), reference_.data(),
+                                                                              side);
+    ET_CUDA_CHECK(cudaGetLastError());
+    z = m + b;
+    Row row{"bias-add", std::to_string(side) + "x" + std::to_string(side), n,
+            4.0 * (2.0 * static_cast<double>(n) + static_cast<double>(side))};
+    row.check = compare_on_device(z.data(), reference_.data(), n);
+    row.etensor_us = median_us([&] { z = m + b; }, 3, reps_);
+    set_copy_limit(row);
+    add(row);
+  }
+
+  void transpose_add(std::int64_t n) {
+    const std::int64_t side = side_of(n);
+    const Matrix x = square(x_, side), y = square(y_, side);
+    Matrix z = square(z_, side);
+    poison(z_, n);
+    reference_transpose_add<<<blocks_for(n), block_threads, 0, cudaStreamLegacy>>>(x.data(), y.data(),
+                                                                                   reference_.data(), side);
+    ET_CUDA_CHECK(cudaGetLastError());
+    z = x.transpose(0, 1) + y;
+    Row row{"transpose-add", std::to_string(side) + "x" + std::to_string(side), n, 12.0 * static_cast<double>(n)};
+    row.check = compare_on_device(z.data(), reference_.data(), n);
+    row.etensor_us = median_us([&] { z = x.transpose(0, 1) + y; }, 3, reps_);
+    set_copy_limit(row);
+    add(row);
+  }
+
+  /// Rows of the 4096 x 4096 softmax recomputed in double on the host (first, last and
+  /// a few between), against etensor's result.
+  void softmax(std::int64_t side) {
+    const Matrix m = et::randn<float>(et::cuda<0>, {side, side}, 14);
+    Matrix s = et::softmax(m, 1);
+    const std::vector<float> input = m.to_vector(), output = s.to_vector();
+    Check check;
+    for (const std::int64_t r : {std::int64_t{0}, std::int64_t{1}, side / 3, side / 2, side - 1}) {
+      const float* in = input.data() + r * side;
+      const float* out = output.data() + r * side;
+      double top = -INFINITY, total = 0;
+      for (std::int64_t c = 0; c < side; ++c) top = std::max(top, double(in[c]));
+      for (std::int64_t c = 0; c < side; ++c) total += std::exp(double(in[c]) - top);
+      for (std::int64_t c = 0; c < side; ++c) {
+        if (!std::isfinite(out[c])) {
+          ++check.non_finite;
+          continue;
+        }
+        // Softmax values are about 1/side: compare relative to the value itself.
+        const double want = std::exp(double(in[c]) - top) / total;
+        check.max_error = std::max(check.max_error, std::fabs(out[c] - want) / want);
+      }
+    }
+    Row row{"softmax", std::to_string(side) + "x" + std::to_string(side), side * side,
+            2.0 * 4.0 * static_cast<double>(side * side)};
+    row.check = check;
+    row.kernels = 3;
+    row.note = "et::softmax: max, sum(exp(x - max)), normalize: 3 kernels, input read 3 times";
+    row.etensor_us = median_us([&] { s = et::softmax(m, 1); }, 3, reps_);
+    set_copy_limit(row);
+    add(row);
+  }
+
+  /// `expressions` dependent evaluations of x = x * 0.5f + y in one timed span; the time
+  /// per expression is the span over the count (median over several spans).
+  void launch_bound(std::int64_t n, int expressions) {
+    const Vector y = et::randn<float>(et::cuda<0>, {n}, 15);
+    const Vector start = et::randn<float>(et::cuda<0>, {n}, 16);
+    Vector x = et::empty<float>(et::cuda<0>, {n});
+    Vector hand = et::empty<float>(et::cuda<0>, {n});
+    auto reset = [&] {
+      ET_CUDA_CHECK(cudaMemcpyAsync(x.data(), start.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, cudaStreamLegacy));
+      ET_CUDA_CHECK(cudaMemcpyAsync(hand.data(), start.data(), n * sizeof(float), cudaMemcpyDeviceToDevice,
+                                    cudaStreamLegacy));
+    };
+    auto run_etensor = [&] {
+      for (int e = 0; e < expressions; ++e) x = x * 0.5f + y;
+    };
+    auto run_hand = [&] {
+      for (int e = 0; e < expressions; ++e)
+        hand_halve_add<<<blocks_for(n / 4), block_threads, 0, cudaStreamLegacy>>>(hand.data(), y.data(), n);
+      ET_CUDA_CHECK(cudaGetLastError());
+    };
+    // The check: one span from the same start, against the recurrence on the host.
+    reset();
+    run_etensor();
+    run_hand();
+    const std::vector<float> got = x.to_vector(), by_hand = hand.to_vector(), ys = y.to_vector();
+    std::vector<float> want = start.to_vector();
+    for (int e = 0; e < expressions; ++e)
+      for (std::size_t i = 0; i < want.size(); ++i) want[i] = want[i] * 0.5f + ys[i];
+    Check check;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      for (const float value : {got[i], by_hand[i]}) {
+        if (!std::isfinite(value)) ++check.non_finite;
+        else check.max_error = std::max(check.max_error, std::fabs(double(value) - want[i]) / std::max(std::fabs(double(want[i])), 1.0));
+      }
+    }
+    const int spans = std::max(5, reps_ / 4);
+    Row row{"launch-bound", std::to_string(expressions) + " x 2^10", n, 12.0 * static_cast<double>(n)};
+    row.check = check;
+    row.etensor_us = median_us(run_etensor, 1, spans) / expressions;
+    row.limit_us = median_us(run_hand, 1, spans) / expressions;
+    row.limit_kind = "hand kernel launches";
+    row.note = "microseconds per dependent expression x = x * 0.5f + y on 1024 floats";
+    add(row);
+  }
+
+  void add(const Row& row) {
+    if (rows_.empty() || rows_.back().workload != row.workload) {
+      std::printf("\n%-14s %-12s %12s %12s %10s %-20s %10s %s\n", "workload", "size", "etensor us", "limit us",
+                  "limit/et", "limit", "max error", "check");
+    }
+    std::printf("%-14s %-12s %12.2f %12.2f %10.3f %-20s %10.2e %s\n", row.workload.c_str(), row.size.c_str(),
+                row.etensor_us, row.limit_us, row.limit_us / row.etensor_us, row.limit_kind.c_str(),
+                row.check.max_error, row.check.ok() ? "ok" : "WRONG");
+    if (!row.check.ok() && row.check.non_finite)
+      std::printf("  %llu non-finite results\n", row.check.non_finite);
+    std::fflush(stdout);
+    rows_.push_back(row);
+  }
+
+  int report(const std::string& json_path, const et::DeviceProperties& device) const {
+    bool ok = true;
+    for (const Row& r : rows_) ok = ok && r.check.ok();
+    std::printf("\n%s\n", ok ? "PASS: every etensor result matches its reference"
+                             : "FAIL: an etensor result differs from its reference");
+    if (json_path.empty()) return ok ? 0 : 1;
+    std::ofstream out(json_path);
+    if (!out) {
+      std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
+      return 1;
+    }
+    char number[64];
+    auto fmt = [&](double v) {
+      std::snprintf(number, sizeof number, "%.6g", v);
+      return std::string(number);
+    };
+    out << "{\n  \"benchmark\": \"suite\",\n  \"device\": " << json_string(device.name)
+        << ",\n  \"copy\": {\"us\": " << fmt(copy_us_) << ", \"GBps\": " << fmt(copy_gbps_)
+        << "},\n  \"launch_floor_us\": " << fmt(launch_floor_us_) << ",\n  \"reps\": " << reps_
+        << ",\n  \"ok\": " << (ok ? "true" : "false") << ",\n  \"results\": [\n";
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+      const Row& r = rows_[i];
+      out << "    {\"workload\": " << json_string(r.workload) << ", \"size\": " << json_string(r.size)
+          << ", \"elements\": " << r.elements << ", \"bytes\": " << fmt(r.bytes) << ", \"etensor_us\": "
+          << fmt(r.etensor_us) << ", \"limit_us\": " << fmt(r.limit_us)
+          << ", \"limit_kind\": " << json_string(r.limit_kind) << ", \"kernels\": " << r.kernels
+          << ", \"max_error\": " << fmt(r.check.max_error) << ", \"non_finite\": " << r.check.non_finite
+          << ", \"ok\": " << (r.check.ok() ? "true" : "false") << ", \"note\": " << json_string(r.note) << "}"
+          << (i + 1 < rows_.size() ? "," : "") << "\n";
+    }
+    out << "  ]\n}\n";
+    std::printf("wrote %s\n", json_path.c_str());
+    return ok ? 0 : 1;
+  }
+
+  int reps_;
+  std::vector<std::int64_t> sizes_;
+  double copy_us_ = 0, copy_gbps_ = 0, launch_floor_us_ = 0;
+  Vector x_, y_, w_, z_, reference_;
+  std::vector<Row> rows_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path;
+  int reps = 30, max_log2 = 28;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--json" && i + 1 < argc) {
+      json_path = argv[++i];
+    } else if (arg == "--reps" && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+    } else if (arg == "--max-log2" && i + 1 < argc) {
+      max_log2 = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--max-log2 K]   (N >= 10, K >= 10)\n", argv[0]);
+      return 2;
+    }
+  }
+  if (reps < 10 || max_log2 < 10) {
+    std::fprintf(stderr, "--reps must be at least 10 and --max-log2 at least 10\n");
+    return 2;
+  }
+  if (!et::cuda_available()) {
+    std::fprintf(stderr, "no CUDA device: nothing to benchmark\n");
+    return 77;
+  }
+  try {
+    return Suite(reps, max_log2).run(json_path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "et_bench_suite: %s\n", e.what());
+    return 1;
+  }
+}
