@@ -19,12 +19,13 @@
 // Usage: et_bench_elementwise [--json PATH] [--reps N]   (exit status 1 if a check fails)
 #include <et/et.hpp>
 
+#include "common.cuh"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <fstream>
 #include <string>
@@ -32,13 +33,17 @@
 
 namespace {
 
+using bench::Comparison;
+using bench::compare_on_device;
+using bench::json_string;
+using bench::median_us;
+
 using Gpu = et::Cuda<0>;
-constexpr int block_threads = 256;
 constexpr const char* chain_text =
     "z = tanh(x * 0.5f + y) * sigmoid(w) + exp(-abs(x)) * 0.25f - sqrt(square(y) + 1.0f) / (1.0f + relu(w))";
 constexpr int chain_ops = 17;
 constexpr double bytes_per_element = 4.0 * sizeof(float);  // 3 inputs + 1 output
-constexpr double tolerance = 1e-5;  // max |got - want| / max(|want|, 1)
+constexpr double tolerance = bench::elementwise_tolerance;
 
 template <class X, class Y, class W>
 auto chain(const X& x, const Y& y, const W& w) {
@@ -46,140 +51,23 @@ auto chain(const X& x, const Y& y, const W& w) {
          et::sqrt(et::square(y) + 1.0f) / (1.0f + et::relu(w));
 }
 
-__device__ __forceinline__ float chain_element(float x, float y, float w) {
-  const float sigmoid_w = 1.0f / (1.0f + expf(-w));
-  const float relu_w = w < 0.0f ? 0.0f : w;
-  return tanhf(x * 0.5f + y) * sigmoid_w + expf(-fabsf(x)) * 0.25f - sqrtf(y * y + 1.0f) / (1.0f + relu_w);
-}
-
-double chain_reference(double x, double y, double w) {
-  return std::tanh(x * 0.5 + y) / (1.0 + std::exp(-w)) + std::exp(-std::fabs(x)) * 0.25 -
-         std::sqrt(y * y + 1.0) / (1.0 + (w < 0 ? 0.0 : w));
-}
-
-/// One float4 per thread (16-byte loads and stores); the thread just past the last
-/// float4 finishes the n % 4 tail.
-__global__ void __launch_bounds__(block_threads)
-    hand_chain(const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ w,
-               float* __restrict__ z, std::int64_t n) {
-  const std::int64_t vectors = n / 4;
-  const std::int64_t v = static_cast<std::int64_t>(blockIdx.x) * block_threads + threadIdx.x;
-  if (v < vectors) {
-    const float4 a = reinterpret_cast<const float4*>(x)[v];
-    const float4 b = reinterpret_cast<const float4*>(y)[v];
-    const float4 c = reinterpret_cast<const float4*>(w)[v];
-    float4 out;
-    out.x = chain_element(a.x, b.x, c.x);
-    out.y = chain_element(a.y, b.y, c.y);
-    out.z = chain_element(a.z, b.z, c.z);
-    out.w = chain_element(a.w, b.w, c.w);
-    reinterpret_cast<float4*>(z)[v] = out;
-  } else if (v == vectors) {
-    for (std::int64_t i = vectors * 4; i < n; ++i) z[i] = chain_element(x[i], y[i], w[i]);
+/// The chain for one element, and its double-precision reference.
+struct Chain {
+  __device__ float operator()(float x, float y, float w) const {
+    const float sigmoid_w = 1.0f / (1.0f + expf(-w));
+    const float relu_w = w < 0.0f ? 0.0f : w;
+    return tanhf(x * 0.5f + y) * sigmoid_w + expf(-fabsf(x)) * 0.25f - sqrtf(y * y + 1.0f) / (1.0f + relu_w);
   }
-}
-
-void launch_hand_chain(const float* x, const float* y, const float* w, float* z, std::int64_t n) {
-  const std::int64_t threads = n / 4 + 1;
-  const auto blocks = static_cast<unsigned>((threads + block_threads - 1) / block_threads);
-  hand_chain<<<blocks, block_threads, 0, cudaStreamLegacy>>>(x, y, w, z, n);
-  ET_CUDA_CHECK(cudaGetLastError());
-}
-
-/// Largest |got - want| / max(|want|, 1) as float bits (non-negative floats order like
-/// their bits), and how many elements are not finite on either side (unwritten poison).
-__global__ void compare_kernel(const float* got, const float* want, std::int64_t n, unsigned* worst_bits,
-                               unsigned long long* non_finite) {
-  float worst = 0.0f;
-  unsigned long long bad = 0;
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const float g = got[i], r = want[i];
-    if (!isfinite(g) || !isfinite(r)) {
-      ++bad;
-      continue;
-    }
-    worst = fmaxf(worst, fabsf(g - r) / fmaxf(fabsf(r), 1.0f));
+  static double reference(double x, double y, double w) {
+    return std::tanh(x * 0.5 + y) / (1.0 + std::exp(-w)) + std::exp(-std::fabs(x)) * 0.25 -
+           std::sqrt(y * y + 1.0) / (1.0 + (w < 0 ? 0.0 : w));
   }
-  atomicMax(worst_bits, __float_as_uint(worst));
-  if (bad) atomicAdd(non_finite, bad);
-}
-
-struct Comparison {
-  double max_error = 0;
-  unsigned long long non_finite = 0;
-  bool ok() const { return non_finite == 0 && max_error <= tolerance; }
 };
 
-Comparison compare_on_device(const float* got, const float* want, std::int64_t n) {
-  unsigned* worst_bits = nullptr;
-  unsigned long long* non_finite = nullptr;
-  ET_CUDA_CHECK(cudaMalloc(&worst_bits, sizeof(unsigned)));
-  ET_CUDA_CHECK(cudaMalloc(&non_finite, sizeof(unsigned long long)));
-  ET_CUDA_CHECK(cudaMemset(worst_bits, 0, sizeof(unsigned)));
-  ET_CUDA_CHECK(cudaMemset(non_finite, 0, sizeof(unsigned long long)));
-  const int blocks = et::device_properties(0).multiprocessors * 8;
-  compare_kernel<<<blocks, block_threads, 0, cudaStreamLegacy>>>(got, want, n, worst_bits, non_finite);
+/// The hand-written limit kernel of the chain (bench/common.cuh): one float4 per thread.
+void launch_hand_chain(const float* x, const float* y, const float* w, float* z, std::int64_t n) {
+  bench::launch_hand_ternary<Chain>(x, y, w, z, n);
   ET_CUDA_CHECK(cudaGetLastError());
-  unsigned bits = 0;
-  Comparison result;
-  ET_CUDA_CHECK(cudaMemcpy(&bits, worst_bits, sizeof bits, cudaMemcpyDeviceToHost));
-  ET_CUDA_CHECK(cudaMemcpy(&result.non_finite, non_finite, sizeof result.non_finite, cudaMemcpyDeviceToHost));
-  ET_CUDA_CHECK(cudaFree(worst_bits));
-  ET_CUDA_CHECK(cudaFree(non_finite));
-  float worst = 0;
-  std::memcpy(&worst, &bits, sizeof worst);
-  result.max_error = worst;
-  return result;
-}
-
-/// The hand kernel against a double-precision host reference, on the first and last
-/// 2048 elements (so the "physical limit" kernel is itself known to be right).
-Comparison check_hand_on_host(const float* x, const float* y, const float* w, const float* z, std::int64_t n) {
-  Comparison result;
-  const std::int64_t span = std::min<std::int64_t>(n, 2048);
-  for (const std::int64_t start : {std::int64_t{0}, n - span}) {
-    std::vector<float> hx(static_cast<std::size_t>(span)), hy(hx.size()), hw(hx.size()), hz(hx.size());
-    const std::size_t bytes = hx.size() * sizeof(float);
-    ET_CUDA_CHECK(cudaMemcpy(hx.data(), x + start, bytes, cudaMemcpyDeviceToHost));
-    ET_CUDA_CHECK(cudaMemcpy(hy.data(), y + start, bytes, cudaMemcpyDeviceToHost));
-    ET_CUDA_CHECK(cudaMemcpy(hw.data(), w + start, bytes, cudaMemcpyDeviceToHost));
-    ET_CUDA_CHECK(cudaMemcpy(hz.data(), z + start, bytes, cudaMemcpyDeviceToHost));
-    for (std::size_t i = 0; i < hx.size(); ++i) {
-      const double want = chain_reference(hx[i], hy[i], hw[i]);
-      if (!std::isfinite(hz[i])) {
-        ++result.non_finite;
-        continue;
-      }
-      result.max_error = std::max(result.max_error, std::fabs(hz[i] - want) / std::max(std::fabs(want), 1.0));
-    }
-  }
-  return result;
-}
-
-/// Median time in microseconds of `reps` back-to-back runs of launch(), each between
-/// its own pair of events, after `warmup` untimed runs.
-template <class Launch>
-double median_us(Launch launch, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) launch();
-  ET_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(reps));
-  for (auto& e : events) ET_CUDA_CHECK(cudaEventCreate(&e));
-  for (int r = 0; r < reps; ++r) {
-    ET_CUDA_CHECK(cudaEventRecord(events[2 * r], cudaStreamLegacy));
-    launch();
-    ET_CUDA_CHECK(cudaEventRecord(events[2 * r + 1], cudaStreamLegacy));
-  }
-  ET_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    float ms = 0;
-    ET_CUDA_CHECK(cudaEventElapsedTime(&ms, events[2 * r], events[2 * r + 1]));
-    times.push_back(1000.0 * ms);
-  }
-  for (auto& e : events) ET_CUDA_CHECK(cudaEventDestroy(e));
-  std::sort(times.begin(), times.end());
-  return reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
 }
 
 double gigabytes_per_second(double bytes, double us) { return bytes / (us * 1e-6) / 1e9; }
@@ -189,15 +77,6 @@ struct Row {
   double etensor_us = 0, hand_us = 0;
   Comparison etensor_vs_hand, hand_vs_double;
 };
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out + "\"";
-}
 
 int run(const std::string& json_path, int reps) {
   const et::DeviceProperties& device = et::device_properties(0);
@@ -251,7 +130,7 @@ int run(const std::string& json_path, int reps) {
     launch_hand_chain(x.data(), y.data(), w.data(), hand, n);
     z = chain(x, y, w);
     row.etensor_vs_hand = compare_on_device(z.data(), hand, n);
-    row.hand_vs_double = check_hand_on_host(x.data(), y.data(), w.data(), hand, n);
+    row.hand_vs_double = bench::check_hand_on_host<Chain>(x.data(), y.data(), w.data(), hand, n);
 
     row.hand_us = median_us([&] { launch_hand_chain(x.data(), y.data(), w.data(), hand, n); }, 3, reps);
     row.etensor_us = median_us([&] { z = chain(x, y, w); }, 3, reps);

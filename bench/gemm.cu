@@ -11,24 +11,23 @@
 //                      cublasLtMatmul with the RELU_BIAS epilogue (checked by counting)
 // Every workload writes into an existing tensor (no allocation in the timed loop).
 // Timing: a CUDA event pair around every repetition, after a warm-up of one second of
-// the same work (steady clocks, see median_us); the median is reported, as TFLOP/s counting 2*M*N*K. Inputs are standard normal, never zeros.
+// the same work (steady clocks, bench/common.cuh steady_median_us); the median is
+// reported, as TFLOP/s counting 2*M*N*K. Inputs are standard normal, never zeros.
 // Correctness: 256 sampled elements of each result against a double-precision dot
 // product of the same (rounded) inputs, on the scale sum_k |a_ik b_kj|.
 //
 // Usage: et_bench_gemm [--json PATH] [--reps N] [--size N]   (exit status 1 if a check fails)
 #include <et/et.hpp>
 
+#include "common.cuh"
+
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <fstream>
-#include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -44,79 +43,6 @@ struct Result {
   double lt_calls = 0, fused_calls = 0;  // per evaluation
   bool ok = false;
 };
-
-/// Median microseconds of `reps` runs of `run`, each between its own event pair, after
-/// at least `warmup_s` seconds of running it: a large GEMM draws enough power that the
-/// GPU's clocks fall within a second of starting from idle, and timing the boost before
-/// that would compare clock states, not libraries (peers_gemm.py warms up the same way).
-double median_us(const std::function<void()>& run, double warmup_s, int reps) {
-  const auto start = std::chrono::steady_clock::now();
-  do {
-    for (int i = 0; i < 4; ++i) run();
-    et::synchronize(et::cuda<0>);
-  } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < warmup_s);
-  std::vector<cudaEvent_t> starts(static_cast<std::size_t>(reps)), ends(starts.size());
-  for (std::size_t i = 0; i < starts.size(); ++i) {
-    ET_CUDA_CHECK(cudaEventCreate(&starts[i]));
-    ET_CUDA_CHECK(cudaEventCreate(&ends[i]));
-  }
-  for (std::size_t i = 0; i < starts.size(); ++i) {
-    ET_CUDA_CHECK(cudaEventRecord(starts[i], cudaStreamLegacy));
-    run();
-    ET_CUDA_CHECK(cudaEventRecord(ends[i], cudaStreamLegacy));
-  }
-  ET_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<double> times;
-  for (std::size_t i = 0; i < starts.size(); ++i) {
-    float ms = 0;
-    ET_CUDA_CHECK(cudaEventElapsedTime(&ms, starts[i], ends[i]));
-    times.push_back(1000.0 * ms);
-    ET_CUDA_CHECK(cudaEventDestroy(starts[i]));
-    ET_CUDA_CHECK(cudaEventDestroy(ends[i]));
-  }
-  std::sort(times.begin(), times.end());
-  const std::size_t mid = times.size() / 2;
-  return times.size() % 2 ? times[mid] : 0.5 * (times[mid - 1] + times[mid]);
-}
-
-template <class T>
-std::vector<double> host_values(const et::Tensor<T, 2, Gpu>& t) {
-  std::vector<double> out;
-  out.reserve(static_cast<std::size_t>(t.numel()));
-  for (const T& v : t.to_vector()) out.push_back(static_cast<double>(static_cast<float>(v)));
-  return out;
-}
-
-/// Largest |z_ij - f(sum_k a_ik b_kj + bias_j)| / sum_k |a_ik b_kj| over 256 sampled
-/// elements; `b_transposed`: b holds [n, k] (a weight) rather than [k, n].
-template <class T>
-double sampled_error(const et::Tensor<T, 2, Gpu>& a, const et::Tensor<T, 2, Gpu>& b, bool b_transposed,
-                     const et::Tensor<T, 2, Gpu>& z, const std::vector<double>& bias, bool relu) {
-  const std::int64_t m = a.size(0), k = a.size(1), n = z.size(1);
-  const auto av = host_values(a), bv = host_values(b), zv = host_values(z);
-  std::mt19937_64 engine(7);
-  std::uniform_int_distribution<std::int64_t> row(0, m - 1), col(0, n - 1);
-  double worst = 0;
-  for (int s = 0; s < 256; ++s) {
-    const std::int64_t i = row(engine), j = col(engine);
-    double sum = 0, scale = 0;
-    for (std::int64_t p = 0; p < k; ++p) {
-      const double x = av[static_cast<std::size_t>(i * k + p)];
-      const double y = bv[static_cast<std::size_t>(b_transposed ? j * k + p : p * n + j)];
-      sum += x * y;
-      scale += std::fabs(x * y);
-    }
-    if (!bias.empty()) {
-      sum += bias[static_cast<std::size_t>(j)];
-      scale += std::fabs(bias[static_cast<std::size_t>(j)]);
-    }
-    if (relu) sum = std::max(sum, 0.0);
-    const double got = zv[static_cast<std::size_t>(i * n + j)];
-    const double error = std::isfinite(got) ? std::fabs(got - sum) / std::max(scale, 1e-30) : INFINITY;
-    worst = std::max(worst, error);
-  }
-  return worst;
-}
 
 template <class T>
 et::Tensor<T, 2, Gpu> normal(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
@@ -141,9 +67,9 @@ Result bench_gemm(const char* name, const char* dtype, et::MathMode mode, const 
   Result r;
   r.workload = name, r.dtype = dtype, r.mode = mode_name, r.m = r.n = r.k = size;
   std::tie(r.lt_calls, r.fused_calls) = calls_per_run(run);
-  r.us = median_us(run, warmup_seconds, reps);
+  r.us = bench::steady_median_us(run, warmup_seconds, reps);
   r.tflops = 2.0 * double(size) * double(size) * double(size) / (r.us * 1e-6) / 1e12;
-  r.max_error = sampled_error(a, b, false, z, {}, false);
+  r.max_error = bench::sampled_error(a, b, false, z, {}, false);
   r.tolerance = tolerance;
   r.ok = r.max_error <= tolerance && r.lt_calls == 1;
   return r;
@@ -158,11 +84,11 @@ Result bench_linear(std::int64_t batch, std::int64_t features, int reps) {
   Result r;
   r.workload = "linear-bias-relu", r.dtype = "bfloat16", r.mode = "-", r.m = batch, r.n = features, r.k = features;
   std::tie(r.lt_calls, r.fused_calls) = calls_per_run(run);
-  r.us = median_us(run, warmup_seconds, reps);
+  r.us = bench::steady_median_us(run, warmup_seconds, reps);
   r.tflops = 2.0 * double(batch) * double(features) * double(features) / (r.us * 1e-6) / 1e12;
   std::vector<double> bias_values;
   for (const T& v : bias.to_vector()) bias_values.push_back(static_cast<float>(v));
-  r.max_error = sampled_error(x, w, true, y, bias_values, true);
+  r.max_error = bench::sampled_error(x, w, true, y, bias_values, true);
   r.tolerance = 1e-2;
   r.ok = r.max_error <= r.tolerance && r.lt_calls == 1 && r.fused_calls == 1;
   return r;

@@ -12,13 +12,15 @@
 //                      algorithm, the fastest runs through cudnnConvolutionForward (conv 3x3,
 //                      N=32, C=K=128, 56x56, padding 1, as et_bench_conv). TF32 off means
 //                      CUDNN_FMA_MATH and only algorithms cuDNN reports with that math type.
-// Timing as in the etensor benchmarks: GEMMs, a CUDA event pair around each call, median;
-// convolutions, median over `reps` event-timed batches of 10 calls. Each result is checked
+// Timing (bench/common.cuh, steady_median_us): one second of warm-up, then the median of
+// `reps` event-timed calls (GEMMs) or batches of 10 calls (convolutions). Each result is checked
 // (GEMM: 256 sampled elements against double-precision dot products on the host;
 // convolution: against etensor's double-precision convolution), so the limit is right too.
 //
 // Usage: et_bench_vendor [--json PATH] [--reps N] [--size N]   (exit status 1 if a check fails)
 #include <et/et.hpp>
+
+#include "common.cuh"
 
 #include <cublas_v2.h>
 #if defined(ET_WITH_CUDNN)
@@ -26,15 +28,12 @@
 #endif
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
-#include <functional>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -48,67 +47,6 @@ struct Result {
   double us = 0, tflops = 0, max_error = 0, tolerance = 0;
   bool ok() const { return max_error <= tolerance; }
 };
-
-/// Median microseconds per call over `reps` event-timed batches of `iters` calls, after
-/// one second of the same work: as bench/gemm.cu and peers_gemm.py, so that all three
-/// time steady clocks rather than the boost a GPU has just after idling.
-double median_us(const std::function<void()>& run, int reps, int iters) {
-  const auto warm_start = std::chrono::steady_clock::now();
-  do {
-    for (int i = 0; i < 4; ++i) run();
-    ET_CUDA_CHECK(cudaDeviceSynchronize());
-  } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count() < 1.0);
-  cudaEvent_t start{}, stop{};
-  ET_CUDA_CHECK(cudaEventCreate(&start));
-  ET_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    ET_CUDA_CHECK(cudaEventRecord(start, cudaStreamLegacy));
-    for (int i = 0; i < iters; ++i) run();
-    ET_CUDA_CHECK(cudaEventRecord(stop, cudaStreamLegacy));
-    ET_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    ET_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(1000.0 * ms / iters);
-  }
-  ET_CUDA_CHECK(cudaEventDestroy(start));
-  ET_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
-template <class T>
-std::vector<double> host_values(const et::Tensor<T, 2, Gpu>& t) {
-  std::vector<double> out;
-  out.reserve(static_cast<std::size_t>(t.numel()));
-  for (const T& v : t.to_vector()) out.push_back(static_cast<double>(static_cast<float>(v)));
-  return out;
-}
-
-/// Largest |z_ij - sum_k a_ik b_kj| / sum_k |a_ik b_kj| over 256 sampled elements;
-/// `b_transposed`: b holds [n, k] (a weight) rather than [k, n].
-template <class T>
-double sampled_error(const et::Tensor<T, 2, Gpu>& a, const et::Tensor<T, 2, Gpu>& b, bool b_transposed,
-                     const et::Tensor<T, 2, Gpu>& z) {
-  const std::int64_t m = a.size(0), k = a.size(1), n = z.size(1);
-  const auto av = host_values(a), bv = host_values(b), zv = host_values(z);
-  std::mt19937_64 engine(7);
-  std::uniform_int_distribution<std::int64_t> row(0, m - 1), col(0, n - 1);
-  double worst = 0;
-  for (int s = 0; s < 256; ++s) {
-    const std::int64_t i = row(engine), j = col(engine);
-    double sum = 0, scale = 0;
-    for (std::int64_t p = 0; p < k; ++p) {
-      const double x = av[static_cast<std::size_t>(i * k + p)];
-      const double y = bv[static_cast<std::size_t>(b_transposed ? j * k + p : p * n + j)];
-      sum += x * y;
-      scale += std::fabs(x * y);
-    }
-    const double got = zv[static_cast<std::size_t>(i * n + j)];
-    worst = std::max(worst, std::isfinite(got) ? std::fabs(got - sum) / std::max(scale, 1e-30) : INFINITY);
-  }
-  return worst;
-}
 
 void check_cublas(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS)
@@ -132,9 +70,9 @@ Result gemm(cublasHandle_t handle, const char* name, cublasComputeType_t compute
                  "cublasGemmEx");
   };
   Result r{"gemm", name, std::string("cublasGemmEx ") + compute_name};
-  r.us = median_us(run, reps, 1);
+  r.us = bench::steady_median_us(run, 1.0, reps, 1);
   r.tflops = 2.0 * double(m) * double(n) * double(k) / (r.us * 1e-6) / 1e12;
-  r.max_error = sampled_error(a, b, b_transposed, z);
+  r.max_error = bench::sampled_error(a, b, b_transposed, z);
   r.tolerance = tolerance;
   return r;
 }
@@ -195,7 +133,7 @@ Result conv(cudnnHandle_t handle, const char* name, bool nhwc, bool tf32, int re
   Result r{"conv", name,
            "cudnnConvolutionForward algo " + std::to_string(int(best->algo)) +
                (best->mathType == CUDNN_FMA_MATH ? " (FMA math)" : " (tensor-op math)")};
-  r.us = median_us(run, reps, 10);
+  r.us = bench::steady_median_us(run, 1.0, reps, 10);
   r.tflops = 2.0 * N * K * C * R * S * H * W / (r.us * 1e-6) / 1e12;
   const et::Conv2dOptions exact{.padding = {1, 1}, .layout = nhwc ? et::Layout::nhwc : et::Layout::nchw};
   const auto reference = et::conv2d(et::eval(et::cast<double>(x)), et::eval(et::cast<double>(w)), exact);
