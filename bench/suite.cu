@@ -51,7 +51,6 @@ using Gpu = et::Cuda<0>;
 using Vector = et::Tensor<float, 1, Gpu>;
 using Matrix = et::Tensor<float, 2, Gpu>;
 using bench::block_threads;
-constexpr double tolerance = bench::elementwise_tolerance;
 constexpr float axpy_a = 1.5f;
 
 template <class X, class Y, class W>

@@ -32,16 +32,37 @@ __global__ void __launch_bounds__(256) elementwise_linear(Writer out, Reader in,
   for (Index i = tail_start + first; i < n; i = next_index(i, stride, n)) out.linear(i, in.linear(i));
 }
 
-/// Loop for any layout: each element's coordinate is computed once and
-/// shared by every operand (each dots it with its own, possibly zero, strides).
+/// Elements per thread on the strided path. A thread issues the loads of all of them
+/// before its first store: with scalar accesses one element per thread leaves too few
+/// requests in flight to cover memory latency (measured: a broadcast bias-add over a
+/// 16384^2 matrix at 0.46x of copy bandwidth).
+inline constexpr int strided_unroll = 4;
+
+/// Loop for any layout: each element's coordinate is computed once and shared by every
+/// operand (each dots it with its own, possibly zero, strides). A block covers
+/// blockDim.x * strided_unroll consecutive elements, thread t the ones at t, t +
+/// blockDim.x, ... (coalesced); the launcher sizes the grid for that.
 template <class Writer, class Reader, int R, class Index>
 __global__ void __launch_bounds__(256) elementwise_strided(Writer out, Reader in, detail::Coord<R, Index> extents,
                                                            Index n) {
-  const Index first = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + static_cast<Index>(threadIdx.x);
-  const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
-  for (Index i = first; i < n; i = next_index(i, stride, n)) {
-    const detail::Coord<R, Index> c = detail::unravel<R, Index>(i, extents);
-    out.strided(c, in.strided(i, c));
+  constexpr int U = strided_unroll;
+  const Index width = static_cast<Index>(blockDim.x);
+  const Index stride = static_cast<Index>(gridDim.x) * width * U;
+  for (Index base = static_cast<Index>(blockIdx.x) * width * U + static_cast<Index>(threadIdx.x); base < n;
+       base = next_index(base, stride, n)) {
+    detail::Coord<R, Index> coords[U];
+    typename Reader::value_type values[U];
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      const Index i = base + k * width;  // < n + U * blockDim.x: inside the launcher's index margin
+      if (i < n) {
+        coords[k] = detail::unravel<R, Index>(i, extents);
+        values[k] = in.strided(i, coords[k]);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < U; ++k)
+      if (base + k * width < n) out.strided(coords[k], values[k]);
   }
 }
 

@@ -52,9 +52,11 @@ void run_elementwise(const Tensor<T, R, Cuda<I>>& dst, const E& expr) {
   constexpr int V = vector_width<T>;
   const bool vectorized = plan.linear && vector_aligned<V>(dst, expr);
   const std::int64_t n = dst.numel();
-  const std::int64_t work = vectorized ? (n + V - 1) / V : n;
-  // One thread per unit of work (as many blocks as it takes, up to the grid limit):
-  // plenty of resident blocks hide memory latency behind other blocks' arithmetic.
+  const std::int64_t per_thread = vectorized ? V : plan.linear ? 1 : kernels::strided_unroll;
+  const std::int64_t work = (n + per_thread - 1) / per_thread;
+  // One thread per unit of work (a vector, an element, or strided_unroll elements; as
+  // many blocks as it takes, up to the grid limit): plenty of resident blocks hide memory
+  // latency behind other blocks' arithmetic.
   const int blocks = static_cast<int>(std::clamp<std::int64_t>((work + block_threads - 1) / block_threads, 1,
                                                                std::numeric_limits<std::int32_t>::max()));
   // Thread indices reach one block past the work: keep that margin below 2^31 too.
