@@ -18,44 +18,10 @@ namespace bench {
 
 inline constexpr int block_threads = 256;
 
-/// Median microseconds of `reps` back-to-back runs of launch(), each between its own pair
-/// of events, after `warmup` untimed runs. For short work (elementwise kernels), where
-/// the GPU's clock state does not matter but launch queues do.
+/// Median microseconds per call over `reps` event-timed batches of `iters` back-to-back
+/// calls of launch(), the batches queued back to back.
 template <class Launch>
-double median_us(Launch launch, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) launch();
-  ET_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(reps));
-  for (auto& e : events) ET_CUDA_CHECK(cudaEventCreate(&e));
-  for (int r = 0; r < reps; ++r) {
-    ET_CUDA_CHECK(cudaEventRecord(events[2 * r], cudaStreamLegacy));
-    launch();
-    ET_CUDA_CHECK(cudaEventRecord(events[2 * r + 1], cudaStreamLegacy));
-  }
-  ET_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    float ms = 0;
-    ET_CUDA_CHECK(cudaEventElapsedTime(&ms, events[2 * r], events[2 * r + 1]));
-    times.push_back(1000.0 * ms);
-  }
-  for (auto& e : events) ET_CUDA_CHECK(cudaEventDestroy(e));
-  std::sort(times.begin(), times.end());
-  return reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
-}
-
-/// Median microseconds per call over `reps` event-timed batches of `iters` calls, after
-/// `warmup_s` seconds of the same work. For heavy work (GEMM, convolution): a large GEMM
-/// lowers the GPU's clocks within a second of starting from idle, and timing the boost
-/// before that would compare clock states, not libraries (bench/peers_gemm.py warms up
-/// the same way).
-template <class Launch>
-double steady_median_us(Launch launch, double warmup_s, int reps, int iters = 1) {
-  const auto start = std::chrono::steady_clock::now();
-  do {
-    for (int i = 0; i < 4; ++i) launch();
-    ET_CUDA_CHECK(cudaDeviceSynchronize());
-  } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < warmup_s);
+double timed_median_us(Launch& launch, int reps, int iters) {
   std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(reps));
   for (auto& e : events) ET_CUDA_CHECK(cudaEventCreate(&e));
   for (int r = 0; r < reps; ++r) {
@@ -73,6 +39,31 @@ double steady_median_us(Launch launch, double warmup_s, int reps, int iters = 1)
   for (auto& e : events) ET_CUDA_CHECK(cudaEventDestroy(e));
   std::sort(times.begin(), times.end());
   return reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+}
+
+/// Median microseconds of `reps` back-to-back runs of launch(), each between its own pair
+/// of events, after `warmup` untimed runs. For short work (elementwise kernels), where
+/// the GPU's clock state does not matter but launch queues do.
+template <class Launch>
+double median_us(Launch launch, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) launch();
+  ET_CUDA_CHECK(cudaDeviceSynchronize());
+  return timed_median_us(launch, reps, 1);
+}
+
+/// Median microseconds per call over `reps` event-timed batches of `iters` calls, after
+/// `warmup_s` seconds of the same work. For heavy work (GEMM, convolution): a large GEMM
+/// lowers the GPU's clocks within a second of starting from idle, and timing the boost
+/// before that would compare clock states, not libraries (bench/peers_gemm.py warms up
+/// the same way).
+template <class Launch>
+double steady_median_us(Launch launch, double warmup_s, int reps, int iters = 1) {
+  const auto start = std::chrono::steady_clock::now();
+  do {
+    for (int i = 0; i < 4; ++i) launch();
+    ET_CUDA_CHECK(cudaDeviceSynchronize());
+  } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < warmup_s);
+  return timed_median_us(launch, reps, iters);
 }
 
 /// Largest |got - want| / max(|want|, 1) as float bits (non-negative floats order like

@@ -85,7 +85,7 @@ std::uint16_t reference_round(long double x) {
   return static_cast<std::uint16_t>(sign | (lo + (up ? 1 : 0)));
 }
 
-std::uint32_t bits_of(float f) {
+[[maybe_unused]] std::uint32_t bits_of(float f) {  // used where the CUDA runtime is present
   std::uint32_t u;
   std::memcpy(&u, &f, sizeof u);
   return u;

@@ -80,9 +80,7 @@ void assign(Tensor<T, Rank, D>& dst, const E& expr) {
   static_assert(no_truncation,
                 "et: assigning a floating-point expression to an integer or bool tensor would truncate; "
                 "convert explicitly with et::cast<T>(expr)");
-  if constexpr (rank_fits && no_truncation && contains_matmul_v<E>) {
-    assign_with_matmul(dst, expr);  // ops/linalg.hpp: the GEMMs first, then the elementwise rest
-  } else if constexpr (rank_fits && no_truncation) {  // after a failed check, report nothing more
+  if constexpr (rank_fits && no_truncation) {  // after a failed check, report nothing more
     if (!dst.defined()) {
       Shape<Rank> shape;
       shape.fill(1);
@@ -91,13 +89,15 @@ void assign(Tensor<T, Rank, D>& dst, const E& expr) {
     check_assignable(dst.shape(), expr.shape());
     check_no_internal_overlap(dst.shape(), dst.strides());  // an expand()ed destination: writes would race
     if (dst.numel() == 0) return;
-    if (reads_overlap_writes(dst, expr)) {
+    if constexpr (contains_matmul_v<E>) {
+      assign_with_matmul(dst, expr);  // ops/linalg.hpp: the GEMMs first, then the elementwise rest
+    } else if (reads_overlap_writes(dst, expr)) {
       const Tensor<T, Rank, D> temporary = Tensor<T, Rank, D>::allocate(dst.shape());
       run_on_device(temporary, expr);
       run_on_device(dst, temporary);
-      return;
+    } else {
+      run_on_device(dst, expr);
     }
-    run_on_device(dst, expr);
   }
 }
 

@@ -24,7 +24,8 @@ inline constexpr bool contains_matmul_v<MatmulExpr<A, B>> = true;
 template <class Op, class... Children>
 inline constexpr bool contains_matmul_v<MapExpr<Op, Children...>> = (contains_matmul_v<Children> || ...);
 
-/// Evaluates an expression that holds matmul nodes into dst: defined in ops/linalg.hpp.
+/// Evaluates an expression that holds matmul nodes into dst, which assign() has already
+/// allocated and checked: defined in ops/linalg.hpp.
 template <class T, int Rank, class D, class E>
 void assign_with_matmul(Tensor<T, Rank, D>& dst, const E& expr);
 

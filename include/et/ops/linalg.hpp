@@ -391,16 +391,10 @@ bool try_fused_epilogue(const Tensor<T, R, D>& dst, const E& expr) {
   }
 }
 
+/// dst = expr for an expression holding matmul nodes. Called by assign() once dst is
+/// allocated, checked against expr's shape and known to be non-empty.
 template <class T, int Rank, class D, class E>
 void assign_with_matmul(Tensor<T, Rank, D>& dst, const E& expr) {
-  if (!dst.defined()) {
-    Shape<Rank> shape;
-    shape.fill(1);
-    dst = Tensor<T, Rank, D>::allocate(broadcast_shape(shape, expr.shape()));
-  }
-  check_assignable(dst.shape(), expr.shape());
-  check_no_internal_overlap(dst.shape(), dst.strides());
-  if (dst.numel() == 0) return;
   // A GEMM cannot write where it (or anything else in the expression) reads.
   bool dst_is_free = !reads_storage(expr, dst.storage());
   if constexpr (Rank == 2 || Rank == 3) dst_is_free = dst_is_free && matrix_view(dst).has_value();

@@ -120,6 +120,17 @@ class HostOutput {
   std::vector<Acc> buffer_;
 };
 
+/// Runs a CPU kernel on the compute-type buffers of `inputs` and rounds its result into
+/// `out`: kernel(inputs' data..., out's data), each pointer an Acc array (HostInput,
+/// HostOutput).
+template <class T, class Kernel, class... Inputs>
+void run_on_host(const Tensor<T, 4, Cpu>& out, Kernel&& kernel, const Inputs&... inputs) {
+  using Acc = nn_compute_t<T>;
+  HostOutput<T, Acc> result(out);
+  kernel(HostInput<Acc>(inputs).data()..., result.data());
+  result.finish();
+}
+
 /// Throws ShapeError unless a gradient (or saved output) has the shape the forward
 /// operation gives.
 inline void check_shape(const char* operation, const char* name, const Shape<4>& got, const Shape<4>& expected,
@@ -228,13 +239,11 @@ Tensor<TX, 4, DX> conv2d_impl(const Tensor<TX, RX, DX>& x, const Tensor<TW, RW, 
     auto y = Tensor<TX, 4, D>::allocate(g.output_shape());
     if (y.numel() == 0) return y;
     if constexpr (std::is_same_v<D, Cpu>) {
-      using Acc = nn_compute_t<TX>;
-      const HostInput<Acc> x_in(x), w_in(w);
-      std::optional<HostInput<Acc>> b_in;
+      std::optional<HostInput<nn_compute_t<TX>>> b_in;
       if (bias != nullptr) b_in.emplace(*bias);
-      HostOutput<TX, Acc> out(y);
-      cpu_backend::nn::conv2d_forward(g, x_in.data(), w_in.data(), b_in ? b_in->data() : nullptr, out.data());
-      out.finish();
+      run_on_host(y, [&](auto x_data, auto w_data, auto y_data) {
+        cpu_backend::nn::conv2d_forward(g, x_data, w_data, b_in ? b_in->data() : nullptr, y_data);
+      }, x, w);
     } else {
 #if defined(ET_NN_ON_CUDA)
       cudnn_convolution(cudnn_backend::Direction::forward, g, options.allow_tf32, x.contiguous(), w.contiguous(), y);
@@ -260,12 +269,10 @@ Tensor<T, 4, D> pool2d_impl(const char* operation, const Tensor<T, R, D>& x, con
     auto y = Tensor<T, 4, D>::allocate(g.output_shape());
     if (y.numel() == 0) return y;
     if constexpr (std::is_same_v<D, Cpu>) {
-      using Acc = nn_compute_t<T>;
-      const HostInput<Acc> x_in(x);
-      HostOutput<T, Acc> out(y);
-      if (max) cpu_backend::nn::max_pool2d_forward(g, x_in.data(), out.data());
-      else cpu_backend::nn::avg_pool2d_forward(g, x_in.data(), out.data());
-      out.finish();
+      run_on_host(y, [&](auto x_data, auto y_data) {
+        if (max) cpu_backend::nn::max_pool2d_forward(g, x_data, y_data);
+        else cpu_backend::nn::avg_pool2d_forward(g, x_data, y_data);
+      }, x);
     } else {
 #if defined(ET_NN_ON_CUDA)
       cudnn_pooling_forward(g, max, x.contiguous(), y);
@@ -315,11 +322,9 @@ Tensor<TY, 4, DY> conv2d_backward_data(const Tensor<TY, RY, DY>& grad_output, co
     auto dx = Tensor<TY, 4, D>::allocate(input_shape);
     if (dx.numel() == 0) return dx;
     if constexpr (std::is_same_v<D, Cpu>) {
-      using Acc = detail::nn_compute_t<TY>;
-      const detail::HostInput<Acc> dy_in(grad_output), w_in(w);
-      detail::HostOutput<TY, Acc> out(dx);
-      detail::cpu_backend::nn::conv2d_backward_data(g, dy_in.data(), w_in.data(), out.data());
-      out.finish();
+      detail::run_on_host(dx, [&](auto dy_data, auto w_data, auto dx_data) {
+        detail::cpu_backend::nn::conv2d_backward_data(g, dy_data, w_data, dx_data);
+      }, grad_output, w);
     } else {
 #if defined(ET_NN_ON_CUDA)
       detail::cudnn_convolution(detail::cudnn_backend::Direction::backward_data, g, options.allow_tf32, dx,
@@ -349,11 +354,9 @@ Tensor<TX, 4, DX> conv2d_backward_filter(const Tensor<TX, RX, DX>& x, const Tens
                         detail::describe_convolution(g));
     auto dw = Tensor<TX, 4, D>::allocate(weight_shape);
     if constexpr (std::is_same_v<D, Cpu>) {
-      using Acc = detail::nn_compute_t<TX>;
-      const detail::HostInput<Acc> x_in(x), dy_in(grad_output);
-      detail::HostOutput<TX, Acc> out(dw);
-      detail::cpu_backend::nn::conv2d_backward_filter(g, x_in.data(), dy_in.data(), out.data());
-      out.finish();
+      detail::run_on_host(dw, [&](auto x_data, auto dy_data, auto dw_data) {
+        detail::cpu_backend::nn::conv2d_backward_filter(g, x_data, dy_data, dw_data);
+      }, x, grad_output);
     } else {
 #if defined(ET_NN_ON_CUDA)
       if (g.n == 0) {
@@ -407,11 +410,9 @@ Tensor<TX, 4, DX> max_pool2d_backward(const Tensor<TG, RG, DG>& grad_output, con
     auto dx = Tensor<TX, 4, D>::allocate(x.shape());
     if (dx.numel() == 0) return dx;
     if constexpr (std::is_same_v<D, Cpu>) {
-      using Acc = detail::nn_compute_t<TX>;
-      const detail::HostInput<Acc> dy_in(grad_output), x_in(x);
-      detail::HostOutput<TX, Acc> out(dx);
-      detail::cpu_backend::nn::max_pool2d_backward(g, dy_in.data(), x_in.data(), out.data());
-      out.finish();
+      detail::run_on_host(dx, [&](auto dy_data, auto x_data, auto dx_data) {
+        detail::cpu_backend::nn::max_pool2d_backward(g, dy_data, x_data, dx_data);
+      }, grad_output, x);
     } else {
 #if defined(ET_NN_ON_CUDA)
       detail::cudnn_pooling_backward(g, true, y.contiguous(), grad_output.contiguous(), x.contiguous(), dx);
@@ -439,11 +440,9 @@ Tensor<T, 4, D> avg_pool2d_backward(const Tensor<T, R, D>& grad_output, const Sh
     auto dx = Tensor<T, 4, D>::allocate(input_shape);
     if (dx.numel() == 0) return dx;
     if constexpr (std::is_same_v<D, Cpu>) {
-      using Acc = detail::nn_compute_t<T>;
-      const detail::HostInput<Acc> dy_in(grad_output);
-      detail::HostOutput<T, Acc> out(dx);
-      detail::cpu_backend::nn::avg_pool2d_backward(g, dy_in.data(), out.data());
-      out.finish();
+      detail::run_on_host(dx, [&](auto dy_data, auto dx_data) {
+        detail::cpu_backend::nn::avg_pool2d_backward(g, dy_data, dx_data);
+      }, grad_output);
     } else {
 #if defined(ET_NN_ON_CUDA)
       // cuDNN's call takes the forward input and output, which average pooling never reads:
