@@ -86,35 +86,83 @@ inline DeviceName device_name_of(int index) { return detail::make_device_name(in
 
 namespace detail {
 
-
-/// The device two operands share. A mismatch stops compilation with a message that
-/// names both devices; the result then falls back to A so that no further errors follow.
-template <class A, class B>
-constexpr auto common_device_of() {
-  if constexpr (std::is_same_v<A, AnyDevice>) {
-    return B{};
-  } else if constexpr (std::is_same_v<B, AnyDevice> || std::is_same_v<A, B>) {
-    return A{};
-  } else {
-    constexpr int low = A::index < B::index ? A::index : B::index;
-    constexpr int high = A::index < B::index ? B::index : A::index;
-    [[maybe_unused]] devices_meet<low, high> report;
-    return A{};
+/// Where the devices Ds first disagree: the lower and the higher index of the first
+/// device and the first one that differs from it (AnyDevice, a scalar's, meets every
+/// device), or {AnyDevice::index, AnyDevice::index} when they all agree.
+struct DevicePair {
+  int low;
+  int high;
+};
+template <class... Ds>
+constexpr DevicePair first_mismatch() {
+  constexpr int any = AnyDevice::index;
+  const int indices[] = {Ds::index..., any};
+  int first = any;
+  for (int index : indices) {
+    if (index == any) continue;
+    if (first == any) first = index;
+    else if (index != first) return {first < index ? first : index, first < index ? index : first};
   }
+  return {any, any};
 }
 
+/// The same-device check, for use where the operands arrive: declaring a variable of this
+/// type stops compilation when Ds disagree, with a message that names the first two
+/// devices that differ (device_mismatch.hpp). Declare it in the body of the function the
+/// user called, not in a helper: every level between the user's call and this type is
+/// one more line of "required from" in the compiler's report. A mismatch is reported once
+/// per pair of devices, so the checks further down (common_device_t) add nothing.
 template <class... Ds>
-struct common_device;
-template <class D>
-struct common_device<D> {
-  using type = D;
+using same_devices = devices_meet<first_mismatch<Ds...>().low, first_mismatch<Ds...>().high>;
+
+/// True when the devices Ds agree (the condition same_devices checks): code after a
+/// failed check uses it to stop, so that no further errors follow.
+template <class... Ds>
+inline constexpr bool devices_agree_v = first_mismatch<Ds...>().low == first_mismatch<Ds...>().high;
+
+/// The device of an elementwise operand: an expression's device_type, or AnyDevice for a
+/// plain C++ scalar.
+template <class X>
+struct operand_device {
+  using type = AnyDevice;
 };
-template <class A, class B, class... Rest>
-struct common_device<A, B, Rest...> {
-  using type = typename common_device<decltype(common_device_of<A, B>()), Rest...>::type;
+template <class X>
+  requires requires { typename X::device_type; }
+struct operand_device<X> {
+  using type = typename X::device_type;
+};
+
+/// same_devices over the devices of elementwise operands (tensors, expressions, scalars).
+template <class... Xs>
+using same_device_operands = same_devices<typename operand_device<Xs>::type...>;
+
+/// The first device in Ds that is not AnyDevice (AnyDevice if there is none).
+template <class... Ds>
+struct first_device {
+  using type = AnyDevice;
+};
+template <class D, class... Rest>
+struct first_device<D, Rest...> {
+  using type = std::conditional_t<std::is_same_v<D, AnyDevice>, typename first_device<Rest...>::type, D>;
+};
+
+/// The device operands on Ds share. A mismatch stops compilation (same_devices), once;
+/// the result then falls back to the first device, and the devices after the first
+/// mismatch go unchecked, so that no further errors follow.
+template <class... Ds>
+struct common_device : same_devices<Ds...> {
+  using type = typename first_device<Ds...>::type;
 };
 template <class... Ds>
 using common_device_t = typename common_device<Ds...>::type;
+
+/// common_device_t as a value, `common_device_of<A, B>()`; it checks in its own body, one
+/// level nearer the caller than common_device_t.
+template <class... Ds>
+constexpr auto common_device_of() {
+  [[maybe_unused]] same_devices<Ds...> check;
+  return typename first_device<Ds...>::type{};
+}
 
 }  // namespace detail
 }  // namespace et

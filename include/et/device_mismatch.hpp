@@ -3,6 +3,8 @@
 // static_assert message must be a literal, and the first error line a user reads must
 // name both devices; each message also sits on its own source line, because nvcc's
 // front end echoes that line under the error. Other pairs get the general message.
+// et.hpp includes this file first: the include chain g++ prints above the error is then
+// two lines, part of keeping the whole report within 10 lines (tests/compile_fail).
 #pragma once
 
 namespace et::detail {
@@ -159,5 +161,9 @@ template <class Tag>
 struct devices_meet<6, 7, Tag> {
   static_assert(never<Tag>, "et: operands on cuda:6 and cuda:7 cannot meet in one expression or assignment; copy one across explicitly with .to(et::cuda<6>) or .to(et::cuda<7>)");
 };
+
+// One device (same_devices in device.hpp): nothing to report.
+template <int Index, class Tag>
+struct devices_meet<Index, Index, Tag> {};
 
 }  // namespace et::detail

@@ -56,6 +56,8 @@ class Tensor : public detail::ExprTag {
   template <Expression E>
     requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
   Tensor(const E& expr) {  // NOLINT(google-explicit-constructor): `Tensor z = a + b;` is the point
+    // The device check first, in the function the user called: the shortest report (device.hpp).
+    [[maybe_unused]] detail::same_devices<D, typename E::device_type> check;
     static_assert(E::rank == Rank,
                   "et: a tensor constructed from an expression must have the expression's rank; "
                   "assign to an existing tensor to broadcast a lower-rank expression");
@@ -66,11 +68,13 @@ class Tensor : public detail::ExprTag {
   template <Expression E>
     requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
   Tensor& operator=(const E& expr) & {
+    [[maybe_unused]] detail::same_devices<D, typename E::device_type> check;
     detail::assign(*this, expr);
     return *this;
   }
   template <Expression E>
   Tensor& operator=(const E& expr) && {  // a temporary view: write through, also from a Tensor
+    [[maybe_unused]] detail::same_devices<D, typename E::device_type> check;
     detail::assign(*this, expr);
     return *this;
   }
@@ -89,15 +93,32 @@ class Tensor : public detail::ExprTag {
   /// Copies src's elements into this tensor's storage (src broadcasts to this shape).
   template <Expression E>
   Tensor& copy_(const E& src) {
+    [[maybe_unused]] detail::same_devices<D, typename E::device_type> check;
     detail::assign(*this, src);
     return *this;
   }
 
   /// `z += x` evaluates z + x into z (one kernel); likewise -=, *=, /=.
-  template <Operand X> Tensor& operator+=(const X& x) { return compound<detail::Add>(x); }
-  template <Operand X> Tensor& operator-=(const X& x) { return compound<detail::Sub>(x); }
-  template <Operand X> Tensor& operator*=(const X& x) { return compound<detail::Mul>(x); }
-  template <Operand X> Tensor& operator/=(const X& x) { return compound<detail::Div>(x); }
+  template <Operand X>
+  Tensor& operator+=(const X& x) {
+    [[maybe_unused]] detail::same_device_operands<Tensor, X> check;
+    return compound<detail::Add>(x);
+  }
+  template <Operand X>
+  Tensor& operator-=(const X& x) {
+    [[maybe_unused]] detail::same_device_operands<Tensor, X> check;
+    return compound<detail::Sub>(x);
+  }
+  template <Operand X>
+  Tensor& operator*=(const X& x) {
+    [[maybe_unused]] detail::same_device_operands<Tensor, X> check;
+    return compound<detail::Mul>(x);
+  }
+  template <Operand X>
+  Tensor& operator/=(const X& x) {
+    [[maybe_unused]] detail::same_device_operands<Tensor, X> check;
+    return compound<detail::Div>(x);
+  }
 
   /// False for a default-constructed handle.
   bool defined() const noexcept { return defined_; }

@@ -74,6 +74,11 @@ void run_on_device(const Tensor<T, R, D>& dst, const E& expr) {
 template <class T, int Rank, class D, class E>
 void assign(Tensor<T, Rank, D>& dst, const E& expr) {
   [[maybe_unused]] const auto checked = common_device_of<D, typename E::device_type>();
+#if !defined(ET_DEVICE_COMPILER)
+  if constexpr (D::is_cuda) {  // here rather than only in run_on_device: a shorter report
+    [[maybe_unused]] cuda_evaluation_needs_nvcc<D> report;
+  }
+#endif
   constexpr bool rank_fits = E::rank <= Rank;
   constexpr bool no_truncation = is_floating_v<T> || !is_floating_v<typename E::value_type>;
   static_assert(rank_fits, "et: cannot assign an expression to a tensor of lower rank");

@@ -423,6 +423,8 @@ void assign_with_matmul(Tensor<T, Rank, D>& dst, const E& expr) {
 /// (ops/math_mode.hpp); it defaults to the calling thread's mode, read here.
 template <Expression A, Expression B>
 auto matmul(const A& a, const B& b, MathMode mode = math_mode()) {
+  [[maybe_unused]] detail::same_devices<typename A::device_type, typename B::device_type> check;
+  constexpr bool devices_ok = detail::devices_agree_v<typename A::device_type, typename B::device_type>;
   using TA = typename A::value_type;
   using TB = typename B::value_type;
   constexpr bool ranks_ok = (A::rank == 2 || A::rank == 3) && (B::rank == 2 || B::rank == 3);
@@ -433,10 +435,8 @@ auto matmul(const A& a, const B& b, MathMode mode = math_mode()) {
   static_assert(!ranks_ok || !std::is_same_v<TA, TB> || detail::is_matmul_element_v<TA>,
                 "et: matmul needs floating-point operands (float, double, half or bfloat16); convert with "
                 "et::cast<float>(x)");
-  if constexpr (ranks_ok && types_ok) {
-    using Product = detail::MatmulExpr<A, B>;
-    using Checked [[maybe_unused]] = typename Product::device_type;
-    return Product(a, b, mode);
+  if constexpr (devices_ok && ranks_ok && types_ok) {
+    return detail::MatmulExpr<A, B>(a, b, mode);
   } else {
     return a;  // after a failed check, report nothing more
   }

@@ -297,6 +297,7 @@ Tensor<T, 4, D> pool2d_impl(const char* operation, const Tensor<T, R, D>& x, con
 /// that do not fit the groups, or a kernel larger than the padded input.
 template <class TX, int RX, class DX, class TW, int RW, class DW>
 Tensor<TX, 4, DX> conv2d(const Tensor<TX, RX, DX>& x, const Tensor<TW, RW, DW>& w, const Conv2dOptions& options = {}) {
+  [[maybe_unused]] detail::same_devices<DX, DW> check;  // here, not in conv2d_impl: the shortest report
   return detail::conv2d_impl(x, w, static_cast<const Tensor<TX, 1, DX>*>(nullptr), options);
 }
 
@@ -304,6 +305,7 @@ Tensor<TX, 4, DX> conv2d(const Tensor<TX, RX, DX>& x, const Tensor<TW, RW, DW>& 
 template <class TX, int RX, class DX, class TW, int RW, class DW, class TB, int RB, class DB>
 Tensor<TX, 4, DX> conv2d(const Tensor<TX, RX, DX>& x, const Tensor<TW, RW, DW>& w, const Tensor<TB, RB, DB>& bias,
                          const Conv2dOptions& options = {}) {
+  [[maybe_unused]] detail::same_devices<DX, DW, DB> check;
   return detail::conv2d_impl(x, w, &bias, options);
 }
 
@@ -314,6 +316,7 @@ template <class TY, int RY, class DY, class TW, int RW, class DW>
 Tensor<TY, 4, DY> conv2d_backward_data(const Tensor<TY, RY, DY>& grad_output, const Tensor<TW, RW, DW>& w,
                                        const Shape<4>& input_shape, const Conv2dOptions& options = {}) {
   static_assert(RY == 4 && RW == 4, "et: conv2d_backward_data needs a rank-4 grad_output and weight");
+  [[maybe_unused]] detail::same_devices<DY, DW> check;
   using D = detail::common_device_t<DY, DW>;
   if constexpr (RY == 4 && RW == 4 && std::is_same_v<DY, DW> && detail::check_nn_elements<TY, TW>()) {
     const auto g = detail::conv_geometry("conv2d_backward_data", input_shape, w.shape(), options);
@@ -347,6 +350,7 @@ template <class TX, int RX, class DX, class TY, int RY, class DY>
 Tensor<TX, 4, DX> conv2d_backward_filter(const Tensor<TX, RX, DX>& x, const Tensor<TY, RY, DY>& grad_output,
                                          const Shape<4>& weight_shape, const Conv2dOptions& options = {}) {
   static_assert(RX == 4 && RY == 4, "et: conv2d_backward_filter needs a rank-4 input and grad_output");
+  [[maybe_unused]] detail::same_devices<DX, DY> check;
   using D = detail::common_device_t<DX, DY>;
   if constexpr (RX == 4 && RY == 4 && std::is_same_v<DX, DY> && detail::check_nn_elements<TX, TY>()) {
     const auto g = detail::conv_geometry("conv2d_backward_filter", x.shape(), weight_shape, options);
@@ -400,6 +404,7 @@ template <class TG, int RG, class DG, class TX, int RX, class DX, class TO, int 
 Tensor<TX, 4, DX> max_pool2d_backward(const Tensor<TG, RG, DG>& grad_output, const Tensor<TX, RX, DX>& x,
                                       const Tensor<TO, RO, DO>& y, const Pool2dOptions& options) {
   static_assert(RG == 4 && RX == 4 && RO == 4, "et: max_pool2d_backward needs rank-4 grad_output, x and y");
+  [[maybe_unused]] detail::same_devices<DG, DX, DO> check;
   using D = detail::common_device_t<DG, DX, DO>;
   constexpr bool one_device = std::is_same_v<DG, DX> && std::is_same_v<DX, DO>;
   if constexpr (RG == 4 && RX == 4 && RO == 4 && one_device && detail::check_nn_elements<TX, TG, TO>()) {
