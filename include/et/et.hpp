@@ -1,18 +1,15 @@
-// etensor: everything. CUDA evaluation is available when this file is compiled by nvcc;
-// plain C++ files get CPU evaluation plus CUDA allocation, copies and device queries.
+// etensor: everything: the core (et/core.hpp) plus matrix products (cuBLASLt / Eigen),
+// convolution and pooling (cuDNN / im2col + Eigen). CUDA evaluation is available when
+// this file is compiled by nvcc; plain C++ files get CPU evaluation plus CUDA allocation,
+// copies and device queries.
 #pragma once
 
-#include "et/config.hpp"
-#include "et/device.hpp"
+// First, so that a device-mix error or the "needs nvcc" error (whose messages live in
+// these two) is introduced by the shortest include chain: two lines of "In file included
+// from" rather than three or more.
+#include "et/device_mismatch.hpp"
 #include "et/expr/assign.hpp"
-#include "et/expr/operators.hpp"
-#include "et/layout.hpp"
-#include "et/ops/creation.hpp"
+
+#include "et/core.hpp"
 #include "et/ops/linalg.hpp"
 #include "et/ops/nn.hpp"
-#include "et/ops/reduce.hpp"
-#include "et/runtime/device_runtime.hpp"
-#include "et/runtime/dispatch.hpp"
-#include "et/runtime/error.hpp"
-#include "et/tensor.hpp"
-#include "et/types.hpp"

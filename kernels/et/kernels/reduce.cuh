@@ -1,9 +1,11 @@
-// Device code only: reduction kernels. Each reads its input through an evaluator reader,
-// so a reduction consumes an elementwise expression without materializing it. Block-level
-// combining uses CUB's BlockReduce. Included by include/et/backend/cuda/reduce.hpp.
+// Device code only: reduction kernels. Each reads its input through an evaluator program,
+// so a reduction consumes an elementwise expression without materializing it. Blocks
+// combine with warp shuffles (block_reduce below), as CUB's BlockReduce does; CUB itself
+// is not included because its headers alone cost about 6 s of compile time in every
+// translation unit that includes et/core.hpp. Included by include/et/backend/cuda/reduce.hpp.
 #pragma once
 
-#include <cub/block/block_reduce.cuh>
+#include <cstring>
 
 #include "et/expr/evaluator.hpp"
 #include "et/kernels/elementwise.cuh"
@@ -14,13 +16,46 @@ namespace et::kernels {
 /// How a reduction kernel reads its input.
 enum class ReadMode { vector, linear, strided };
 
-template <class Op>
-struct CombineWith {
-  __device__ __forceinline__ typename Op::acc_type operator()(const typename Op::acc_type& a,
-                                                              const typename Op::acc_type& b) const {
-    return Op::combine(a, b);
+/// __shfl_down_sync for any trivially copyable value, one 32-bit word at a time.
+template <class T>
+__device__ __forceinline__ T shuffle_down(const T& value, int delta) {
+  constexpr int words = (sizeof(T) + 3) / 4;
+  unsigned buffer[words] = {};
+  std::memcpy(buffer, &value, sizeof(T));
+  ET_UNROLL
+  for (int w = 0; w < words; ++w) buffer[w] = __shfl_down_sync(0xffffffffu, buffer[w], delta);
+  T out;
+  std::memcpy(&out, buffer, sizeof(T));
+  return out;
+}
+
+/// Combines the accumulators of a whole block (Threads a multiple of 32, at most 1024) in
+/// thread order; the result is valid in thread 0. Every thread of the block must call it.
+template <class Op, int Threads>
+__device__ __forceinline__ typename Op::acc_type block_reduce(typename Op::acc_type acc) {
+  using Acc = typename Op::acc_type;
+  static_assert(Threads % 32 == 0 && Threads <= 1024);
+  constexpr int warps = Threads / 32;
+  __shared__ Acc warp_results[warps];
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  ET_UNROLL
+  for (int delta = 16; delta > 0; delta /= 2) {
+    const Acc other = shuffle_down(acc, delta);
+    if (lane + delta < 32) acc = Op::combine(acc, other);
   }
-};
+  if (lane == 0) warp_results[warp] = acc;
+  __syncthreads();
+  if (warp == 0) {
+    acc = lane < warps ? warp_results[lane] : Op::identity();
+    ET_UNROLL
+    for (int delta = 16; delta > 0; delta /= 2) {
+      const Acc other = shuffle_down(acc, delta);
+      if (lane + delta < 32) acc = Op::combine(acc, other);
+    }
+  }
+  __syncthreads();  // warp_results may be reused by the caller's next call
+  return acc;
+}
 
 template <class Op, class Reader, int R, class Index>
 __device__ __forceinline__ typename Op::acc_type lift_element(const Reader& in, ReadMode mode, Index i,
@@ -71,9 +106,7 @@ __global__ void __launch_bounds__(Threads)
   }
   for (Index i = tail + first; i < n; i = next_index(i, stride, n))
     acc = Op::combine(acc, lift_element<Op>(in, mode, i, extents, static_cast<std::int64_t>(i)));
-  using BlockReduce = cub::BlockReduce<Acc, Threads>;
-  __shared__ typename BlockReduce::TempStorage temp;
-  acc = BlockReduce(temp).Reduce(acc, CombineWith<Op>{});
+  acc = block_reduce<Op, Threads>(acc);
   if (threadIdx.x == 0) partials[blockIdx.x] = acc;
 }
 
@@ -84,20 +117,16 @@ __global__ void __launch_bounds__(Threads)
   using Acc = typename Op::acc_type;
   Acc acc = Op::identity();
   for (int b = static_cast<int>(threadIdx.x); b < count; b += Threads) acc = Op::combine(acc, partials[b]);
-  using BlockReduce = cub::BlockReduce<Acc, Threads>;
-  __shared__ typename BlockReduce::TempStorage temp;
-  acc = BlockReduce(temp).Reduce(acc, CombineWith<Op>{});
+  acc = block_reduce<Op, Threads>(acc);
   if (threadIdx.x == 0) *out = static_cast<Out>(Op::finish(acc, n));
 }
 
 /// Reduces each row of a [rows, length] view (the innermost axis): one block per row,
-/// threads striding along it (V-wide accesses in vector mode), CUB BlockReduce to finish.
+/// threads striding along it (V-wide accesses in vector mode), block_reduce to finish.
 template <class Op, int Threads, int V, class Reader, int R, class Index, class Out>
 __global__ void __launch_bounds__(Threads)
     reduce_rows(Reader in, Index rows, Index length, ReadMode mode, detail::Coord<R, Index> extents, Out* out) {
   using Acc = typename Op::acc_type;
-  using BlockReduce = cub::BlockReduce<Acc, Threads>;
-  __shared__ typename BlockReduce::TempStorage temp;
   for (Index row = static_cast<Index>(blockIdx.x); row < rows; row += static_cast<Index>(gridDim.x)) {
     const Index base = row * length;
     Acc acc = Op::identity();
@@ -110,9 +139,8 @@ __global__ void __launch_bounds__(Threads)
       for (Index j = static_cast<Index>(threadIdx.x); j < length; j += Threads)
         acc = Op::combine(acc, lift_element<Op>(in, mode, base + j, extents, static_cast<std::int64_t>(j)));
     }
-    acc = BlockReduce(temp).Reduce(acc, CombineWith<Op>{});
+    acc = block_reduce<Op, Threads>(acc);
     if (threadIdx.x == 0) out[row] = static_cast<Out>(Op::finish(acc, length));
-    __syncthreads();  // temp is reused by the next row
   }
 }
 
