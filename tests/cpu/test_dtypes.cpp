@@ -382,7 +382,7 @@ TEST_CASE("promotion of every pair of element types (static)", "[dtypes][promoti
   STATIC_REQUIRE(et::detail::is_floating_v<et::half>);
   STATIC_REQUIRE(!et::detail::is_floating_v<std::int64_t>);
   // The readers hand on compute types; the nodes keep the nominal type.
-  using Reader = decltype(et::detail::make_reader<1, std::int32_t>(std::declval<const Vector<et::half>&>(), et::Shape<1>{}));
+  using Reader = et::detail::program_t<1, std::int32_t, Vector<et::half>>;
   STATIC_REQUIRE(std::is_same_v<Reader::value_type, float>);
 }
 

@@ -58,9 +58,43 @@ struct cuda_evaluation_needs_nvcc {
 };
 #endif
 
+/// The most bytes of kernel arguments a CUDA launch takes (CUDA 12.1 and later, Volta
+/// and later GPUs); an expression whose program and writer pass it is split, on every
+/// device alike, so that the CPU evaluates (and rounds) it the same way.
+inline constexpr std::size_t kernel_parameter_limit = 32764;
+
+template <class T, int R, class E>
+inline constexpr bool fits_one_kernel_v =
+    sizeof(program_t<R, std::int64_t, E>) + sizeof(Writer<T, R, std::int64_t>) + 2 * sizeof(Coord<R, std::int64_t>) <=
+    kernel_parameter_limit;
+
+template <class T, int R, class D, class E>
+void run_on_device(const Tensor<T, R, D>& dst, const E& expr);
+
+/// Evaluates an expression too large for one kernel's arguments as several: each map
+/// operand of the root is materialized (recursively split where it is still too large),
+/// in its compute type, and the root then reads those temporaries.
+template <class T, int R, class D, class Op, class... Cs>
+void run_split(const Tensor<T, R, D>& dst, const MapExpr<Op, Cs...>& expr) {
+  auto materialize = [&](const auto& child) {
+    using C = std::remove_cvref_t<decltype(child)>;
+    if constexpr (is_map_v<C>) {
+      const auto temporary = Tensor<compute_t<typename C::value_type>, C::rank, D>::allocate(child.shape());
+      run_on_device(temporary, child);
+      return temporary;
+    } else {
+      return child;
+    }
+  };
+  std::apply([&](const auto&... children) { run_on_device(dst, make_map<Op>(materialize(children)...)); },
+             expr.children());
+}
+
 template <class T, int R, class D, class E>
 void run_on_device(const Tensor<T, R, D>& dst, const E& expr) {
-  if constexpr (std::is_same_v<D, Cpu>) {
+  if constexpr (!fits_one_kernel_v<T, R, E>) {
+    run_split(dst, expr);
+  } else if constexpr (std::is_same_v<D, Cpu>) {
     cpu_backend::run_elementwise(dst, expr);
   } else {
 #if defined(ET_DEVICE_COMPILER)

@@ -1,210 +1,22 @@
-// How a node is evaluated: make_reader turns an expression tree into one flat,
-// trivially copyable struct of readers (pointers, strides, scalars) that both the CUDA
-// kernel and the CPU loop call per element. Three access modes:
-//   linear(i)       every operand is laid out like the contiguous output;
-//   strided(i, c)   any layout: c is the output coordinate, each leaf dots it with its
-//                   (broadcast, possibly zero) strides;
-//   vector<V>(i)    V consecutive elements at once (16-byte loads on the GPU).
+// How an expression is evaluated: make_program (expr/program.hpp) turns an expression
+// tree into one flat, trivially copyable struct of readers (expr/readers.hpp) that both
+// the CUDA kernel and the CPU loop call per element; this file plans an evaluation (which
+// access path, which index type) from the operands' layouts.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "et/config.hpp"
 #include "et/expr/node.hpp"
+#include "et/expr/program.hpp"
+#include "et/expr/readers.hpp"
 #include "et/tensor.hpp"
 
 namespace et::detail {
-
-/// V elements, aligned for one (or, past 16 bytes, several) wide load.
-template <class T, int V>
-struct alignas(sizeof(T) * V <= 16 ? sizeof(T) * V : 16) Vec {
-  T v[V];
-};
-
-/// An output coordinate (rank 0 keeps one unused slot).
-template <int R, class Index>
-struct Coord {
-  Index c[R > 0 ? R : 1];
-};
-
-template <int R, class Index>
-ET_HD Index dot(const Coord<R, Index>& coord, const Index (&strides)[R > 0 ? R : 1]) {
-  Index offset = 0;
-  for (int d = 0; d < R; ++d) offset += coord.c[d] * strides[d];
-  return offset;
-}
-
-// A minimal tuple for device code (std::tuple is not usable in kernels).
-template <std::size_t I, class T>
-struct PackSlot {
-  T value;
-};
-template <class Seq, class... Ts>
-struct PackBase;
-template <std::size_t... Is, class... Ts>
-struct PackBase<std::index_sequence<Is...>, Ts...> : PackSlot<Is, Ts>... {
-  ET_HD explicit PackBase(const Ts&... values) : PackSlot<Is, Ts>{values}... {}
-};
-template <class... Ts>
-struct Pack : PackBase<std::index_sequence_for<Ts...>, Ts...> {
-  using PackBase<std::index_sequence_for<Ts...>, Ts...>::PackBase;
-};
-template <std::size_t I, class T>
-ET_HD const T& pack_get(const PackSlot<I, T>& slot) {
-  return slot.value;
-}
-
-/// Reads elements of type T and hands them on in T's compute type (half -> float).
-template <class T, int R, class Index>
-struct TensorReader {
-  using value_type = compute_t<T>;
-  const T* data;
-  Index strides[R > 0 ? R : 1];
-  ET_HD value_type linear(Index i) const { return static_cast<value_type>(data[i]); }
-  ET_HD value_type strided(Index, const Coord<R, Index>& c) const {
-    return static_cast<value_type>(data[dot<R, Index>(c, strides)]);
-  }
-  template <int V>
-  ET_HD Vec<value_type, V> vector(Index i) const {
-    const Vec<T, V> loaded = *reinterpret_cast<const Vec<T, V>*>(data + i);  // one wide load of V elements
-    if constexpr (std::is_same_v<value_type, T>) {
-      return loaded;
-    } else {
-      Vec<value_type, V> converted;
-ET_UNROLL
-      for (int k = 0; k < V; ++k) converted.v[k] = static_cast<value_type>(loaded.v[k]);
-      return converted;
-    }
-  }
-};
-
-template <class T>
-struct ScalarReader {
-  using value_type = T;
-  T value;
-  template <class Index>
-  ET_HD T linear(Index) const { return value; }
-  template <class Index, class C>
-  ET_HD T strided(Index, const C&) const { return value; }
-  template <int V, class Index>
-  ET_HD Vec<T, V> vector(Index) const {
-    Vec<T, V> out;
-    for (int k = 0; k < V; ++k) out.v[k] = value;
-    return out;
-  }
-};
-
-template <class Gen, int R, class Index>
-struct GeneratorReader {
-  using value_type = compute_t<typename Gen::value_type>;
-  Gen gen;
-  Index strides[R > 0 ? R : 1];  // the generator's own row-major strides, broadcast
-  ET_HD value_type linear(Index i) const { return static_cast<value_type>(gen(static_cast<std::int64_t>(i))); }
-  ET_HD value_type strided(Index, const Coord<R, Index>& c) const {
-    return static_cast<value_type>(gen(static_cast<std::int64_t>(dot<R, Index>(c, strides))));
-  }
-  template <int V>
-  ET_HD Vec<value_type, V> vector(Index i) const {
-    Vec<value_type, V> out;
-    for (int k = 0; k < V; ++k) out.v[k] = static_cast<value_type>(gen(static_cast<std::int64_t>(i) + k));
-    return out;
-  }
-};
-
-template <class Op, class... Readers>
-struct MapReader {
-  using value_type = decltype(Op{}(std::declval<typename Readers::value_type>()...));
-  Pack<Readers...> children;
-
-  template <class Index>
-  ET_HD value_type linear(Index i) const {
-    return linear_impl(i, std::index_sequence_for<Readers...>{});
-  }
-  template <class Index, class C>
-  ET_HD value_type strided(Index i, const C& c) const {
-    return strided_impl(i, c, std::index_sequence_for<Readers...>{});
-  }
-  template <int V, class Index>
-  ET_HD Vec<value_type, V> vector(Index i) const {
-    return vector_impl<V>(i, std::index_sequence_for<Readers...>{});
-  }
-
- private:
-  template <class Index, std::size_t... Is>
-  ET_HD value_type linear_impl(Index i, std::index_sequence<Is...>) const {
-    return Op{}(pack_get<Is>(children).linear(i)...);
-  }
-  template <class Index, class C, std::size_t... Is>
-  ET_HD value_type strided_impl(Index i, const C& c, std::index_sequence<Is...>) const {
-    return Op{}(pack_get<Is>(children).strided(i, c)...);
-  }
-  template <int V, class Index, std::size_t... Is>
-  ET_HD Vec<value_type, V> vector_impl(Index i, std::index_sequence<Is...>) const {
-    // All operands' loads are issued before any arithmetic.
-    const Pack<Vec<typename Readers::value_type, V>...> loaded(pack_get<Is>(children).template vector<V>(i)...);
-    Vec<value_type, V> out;
-ET_UNROLL
-    for (int k = 0; k < V; ++k) out.v[k] = Op{}(pack_get<Is>(loaded).v[k]...);
-    return out;
-  }
-};
-
-/// Where results go: the destination tensor's pointer and strides. The value computed
-/// (in a compute type) is converted to T here, so a fused half expression rounds once.
-template <class T, int R, class Index>
-struct Writer {
-  T* data;
-  Index strides[R > 0 ? R : 1];
-  template <class U>
-  ET_HD void linear(Index i, U value) const {
-    data[i] = static_cast<T>(value);
-  }
-  template <class U>
-  ET_HD void strided(const Coord<R, Index>& c, U value) const {
-    data[dot<R, Index>(c, strides)] = static_cast<T>(value);
-  }
-  template <int V, class U>
-  ET_HD void vector(Index i, const Vec<U, V>& values) const {
-    Vec<T, V> out;
-    for (int k = 0; k < V; ++k) out.v[k] = static_cast<T>(values.v[k]);
-    *reinterpret_cast<Vec<T, V>*>(data + i) = out;
-  }
-};
-
-template <class Index, std::size_t R>
-void copy_strides(Index (&out)[R > 0 ? R : 1], const std::array<std::int64_t, R>& strides) {
-  for (std::size_t d = 0; d != R; ++d) out[d] = static_cast<Index>(strides[d]);
-}
-
-template <int OutR, class Index, class T, int R, class D>
-auto make_reader(const Tensor<T, R, D>& t, const Shape<OutR>& out_shape) {
-  TensorReader<T, OutR, Index> reader{t.data(), {}};
-  copy_strides<Index, OutR>(reader.strides, broadcast_strides(t.shape(), t.strides(), out_shape));
-  return reader;
-}
-template <int OutR, class Index, class T>
-auto make_reader(const ScalarExpr<T>& s, const Shape<OutR>&) {
-  return ScalarReader<compute_t<T>>{s.value};
-}
-template <int OutR, class Index, class Gen, int R, class D>
-auto make_reader(const GeneratorExpr<Gen, R, D>& g, const Shape<OutR>& out_shape) {
-  GeneratorReader<Gen, OutR, Index> reader{g.generator(), {}};
-  copy_strides<Index, OutR>(reader.strides,
-                            broadcast_strides(g.shape(), contiguous_strides(g.shape()), out_shape));
-  return reader;
-}
-template <int OutR, class Index, class Op, class... Cs>
-auto make_reader(const MapExpr<Op, Cs...>& e, const Shape<OutR>& out_shape) {
-  return std::apply(
-      [&](const Cs&... children) {
-        return MapReader<Op, decltype(make_reader<OutR, Index>(children, out_shape))...>{
-            Pack<decltype(make_reader<OutR, Index>(children, out_shape))...>(
-                make_reader<OutR, Index>(children, out_shape)...)};
-      },
-      e.children());
-}
 
 template <class Index, class T, int R, class D>
 Writer<T, R, Index> make_writer(const Tensor<T, R, D>& t) {
@@ -214,6 +26,8 @@ Writer<T, R, Index> make_writer(const Tensor<T, R, D>& t) {
 }
 
 /// Calls f on every tensor and generator leaf of an expression (scalars need no planning).
+/// A node whose copies share one heap block (node.hpp) is walked once, however often the
+/// tree uses it: every use has the same leaves.
 template <class F, class T, int R, class D>
 void for_each_leaf(const Tensor<T, R, D>& t, F&& f) {
   f(t);
@@ -224,9 +38,33 @@ template <class F, class Gen, int R, class D>
 void for_each_leaf(const GeneratorExpr<Gen, R, D>& g, F&& f) {
   f(g);
 }
+
+template <class F>
+struct LeafWalk {
+  F& f;
+  std::vector<const void*> walked;  // heap nodes already walked
+  template <class Op, class... Cs>
+  void operator()(const MapExpr<Op, Cs...>& e) {
+    if (const void* id = e.identity()) {
+      if (std::find(walked.begin(), walked.end(), id) != walked.end()) return;
+      walked.push_back(id);
+    }
+    // Two instantiation levels per tree level (not std::apply's five): deep chains stay
+    // within the compilers' template depth limits (g++: 900).
+    children(e, std::index_sequence_for<Cs...>{});
+  }
+  template <class Leaf>
+  void operator()(const Leaf& leaf) {
+    for_each_leaf(leaf, f);
+  }
+  template <class Op, class... Cs, std::size_t... Is>
+  void children(const MapExpr<Op, Cs...>& e, std::index_sequence<Is...>) {
+    ((*this)(std::get<Is>(e.children())), ...);
+  }
+};
 template <class F, class Op, class... Cs>
 void for_each_leaf(const MapExpr<Op, Cs...>& e, F&& f) {
-  std::apply([&](const Cs&... children) { (for_each_leaf(children, f), ...); }, e.children());
+  LeafWalk<std::remove_reference_t<F>>{f, {}}(e);
 }
 
 /// What an assignment needs to know before choosing a kernel.

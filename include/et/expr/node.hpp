@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <concepts>
+#include <cstdint>
+#include <atomic>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -72,25 +74,89 @@ constexpr auto result_element() {
 template <class Op, class... Ts>
 using result_element_t = typename decltype(result_element<Op, Ts...>())::type;
 
+/// Map nodes in an expression tree, counted with repetitions (saturating: trees built
+/// from named subexpressions double at every level).
+template <class E>
+inline constexpr std::uint64_t tree_ops_v = 0;
+
+/// Trees up to this many operations are held and evaluated as trees; larger ones are
+/// DAGs: their nodes live on the heap, shared by every copy (below), and the evaluator
+/// computes their shared subexpressions once per element (expr/program.hpp).
+inline constexpr std::uint64_t sharing_threshold = 32;
+
+/// A reference-counted, immutable heap copy of T: what std::shared_ptr<const T> does,
+/// without its per-type control blocks (whose instantiation cost grows with every node
+/// type of a deep expression).
+template <class T>
+class SharedNode {
+ public:
+  explicit SharedNode(T&& value) : block_(new Block{std::move(value), {1}}) {}
+  SharedNode(const SharedNode& other) noexcept : block_(other.block_) {
+    block_->references.fetch_add(1, std::memory_order_relaxed);
+  }
+  SharedNode& operator=(const SharedNode& other) noexcept {
+    SharedNode copy(other);
+    std::swap(block_, copy.block_);
+    return *this;
+  }
+  ~SharedNode() {
+    if (block_->references.fetch_sub(1, std::memory_order_acq_rel) == 1) delete block_;
+  }
+  const T& operator*() const noexcept { return block_->value; }
+  const void* get() const noexcept { return block_; }
+
+ private:
+  struct Block {
+    T value;
+    std::atomic<long> references;
+  };
+  Block* block_;
+};
+
 /// An elementwise function Op applied to broadcast children. Children are held by
-/// value (tensors are cheap handles), so an expression never dangles.
+/// value (tensors are cheap handles), so an expression never dangles. A node of a large
+/// tree keeps its children and shape in one heap block that its copies share: naming a
+/// subexpression and using it twice (`e2 = e1 * a / b * (b - e1)`) then costs a pointer
+/// per use instead of a copy of the whole subtree, and the copies keep one identity.
 template <class Op, class... Children>
 class MapExpr : public ExprTag {
  public:
   using value_type = result_element_t<Op, typename Children::value_type...>;
   using device_type = common_device_t<typename Children::device_type...>;
   static constexpr int rank = std::max({Children::rank...});
+  static constexpr std::uint64_t ops = std::min<std::uint64_t>(1 + (tree_ops_v<Children> + ... + 0), std::uint64_t{1} << 40);
 
-  explicit MapExpr(const Children&... children)
-      : children_(children...), shape_(broadcast_all(children.shape()...)) {}
+  explicit MapExpr(const Children&... children) : contents_(make_contents(children...)) {}
 
-  const Shape<rank>& shape() const { return shape_; }
-  const std::tuple<Children...>& children() const { return children_; }
+  const Shape<rank>& shape() const { return contents().shape; }
+  const std::tuple<Children...>& children() const { return contents().children; }
+  /// The heap block every copy of this node shares, or null for a node held by value.
+  const void* identity() const {
+    if constexpr (on_heap) return contents_.get();
+    else return nullptr;
+  }
 
  private:
-  std::tuple<Children...> children_;
-  Shape<rank> shape_;
+  struct Contents {
+    std::tuple<Children...> children;
+    Shape<rank> shape;
+  };
+  static constexpr bool on_heap = ops > sharing_threshold;
+  static auto make_contents(const Children&... children) {
+    if constexpr (on_heap)
+      return SharedNode<Contents>(Contents{{children...}, broadcast_all(children.shape()...)});
+    else
+      return Contents{{children...}, broadcast_all(children.shape()...)};
+  }
+  const Contents& contents() const {
+    if constexpr (on_heap) return *contents_;
+    else return contents_;
+  }
+  std::conditional_t<on_heap, SharedNode<Contents>, Contents> contents_;
 };
+
+template <class Op, class... Cs>
+inline constexpr std::uint64_t tree_ops_v<MapExpr<Op, Cs...>> = MapExpr<Op, Cs...>::ops;
 
 /// A value computed from the linear (row-major) index alone: ranges and random numbers.
 /// Gen is a device-copyable functor `value_type operator()(std::int64_t) const`.

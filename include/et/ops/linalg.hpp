@@ -127,10 +127,6 @@ inline constexpr bool has_no_storage_v<ScalarExpr<T>> = true;
 template <class Gen, int R, class D>
 inline constexpr bool has_no_storage_v<GeneratorExpr<Gen, R, D>> = true;
 
-template <class E>
-inline constexpr bool is_map_v = false;
-template <class Op, class... Cs>
-inline constexpr bool is_map_v<MapExpr<Op, Cs...>> = true;
 
 // Elementwise evaluation cannot read a matmul node: reductions (and anything else that
 // builds readers straight from an expression) reach these and stop with one message.

@@ -37,9 +37,7 @@ namespace detail {
 
 /// The element type of the values a reader of E produces (the compute type).
 template <class E>
-using read_value_t =
-    typename decltype(make_reader<E::rank, std::int64_t>(std::declval<const E&>(),
-                                                         std::declval<const Shape<E::rank>&>()))::value_type;
+using read_value_t = typename program_t<E::rank, std::int64_t, E>::value_type;
 
 /// Sums and products of integers and bool give int64 (as in PyTorch); others keep the type.
 template <class T>

@@ -5,22 +5,43 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
+#include <memory>
+#include <vector>
 
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
 #include "et/expr/evaluator.hpp"
+#include "et/runtime/memory.hpp"
 
 namespace et::detail::cpu_backend {
 
 /// Below this many elements a parallel region costs more than it saves.
 inline constexpr std::int64_t parallel_threshold = std::int64_t{1} << 15;
 
+/// The program of `expr` read in the index space `shape`. Occurrences of a shared
+/// subexpression that hold operands of their own are materialized first, into buffers
+/// kept in `buffers` until the caller has run the program (expr/program.hpp).
+template <class Index, class E, std::size_t N, int R = static_cast<int>(N)>
+program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_t, N>& shape,
+                                     std::vector<std::shared_ptr<void>>& buffers) {
+  auto materialize = [&](const auto& program, int binding) -> const void* {
+    const Index n = static_cast<Index>(checked_numel(shape));
+    buffers.push_back(allocate_host(program.binding_size(binding) * static_cast<std::size_t>(n)));
+    void* out = buffers.back().get();
+    const auto extents = to_coord<Index>(shape);
+#pragma omp parallel for schedule(static) if (n >= parallel_threshold)
+    for (Index i = 0; i < n; ++i) program.store_binding(binding, out, i, unravel<R, Index>(i, extents));
+    return out;
+  };
+  return make_program<R, Index>(expr, shape, materialize);
+}
+
 template <class Index, class T, int R, class E>
 void run_loop(const Tensor<T, R, Cpu>& dst, const E& expr, bool linear) {
-  const auto reader = make_reader<R, Index>(expr, dst.shape());
+  std::vector<std::shared_ptr<void>> buffers;
+  const auto reader = build_program<Index>(expr, dst.shape(), buffers);
   const auto writer = make_writer<Index>(dst);
   const Index n = static_cast<Index>(dst.numel());
   if (linear) {
@@ -50,11 +71,13 @@ void run_loop(const Tensor<T, R, Cpu>& dst, const E& expr, bool linear) {
   }
 }
 
+/// The CPU loops always index with 64 bits (pointer arithmetic is 64-bit on the host
+/// anyway): one instantiation per expression rather than two halves its compile time.
+using CpuIndex = std::int64_t;
+
 template <class T, int R, class E>
 void run_elementwise(const Tensor<T, R, Cpu>& dst, const E& expr) {
-  const ElementwisePlan plan = plan_elementwise(dst, expr);
-  if (plan.max_index <= std::numeric_limits<std::int32_t>::max()) run_loop<std::int32_t>(dst, expr, plan.linear);
-  else run_loop<std::int64_t>(dst, expr, plan.linear);
+  run_loop<CpuIndex>(dst, expr, plan_elementwise(dst, expr).linear);
 }
 
 }  // namespace et::detail::cpu_backend

@@ -63,7 +63,8 @@ template <class Index, class Op, class Out, class E>
 void reduce_all_loop(const E& expr, Out* out, bool linear) {
   constexpr int R = E::rank;
   const auto shape = expr.shape();
-  const auto reader = make_reader<R, Index>(expr, shape);
+  std::vector<std::shared_ptr<void>> buffers;
+  const auto reader = build_program<Index>(expr, shape, buffers);
   const auto extents = to_coord<Index>(shape);
   const Index n = static_cast<Index>(checked_numel(shape));
   int threads = 1;
@@ -95,18 +96,15 @@ void reduce_all_loop(const E& expr, Out* out, bool linear) {
 /// Reduces every element of `expr` into *out.
 template <class Op, class Out, class E>
 void reduce_all(const E& expr, Out* out) {
-  const ElementwisePlan plan = plan_reads(expr.shape(), expr);
-  if (plan.max_index <= std::numeric_limits<std::int32_t>::max())
-    reduce_all_loop<std::int32_t, Op>(expr, out, plan.linear);
-  else
-    reduce_all_loop<std::int64_t, Op>(expr, out, plan.linear);
+  reduce_all_loop<CpuIndex, Op>(expr, out, plan_reads(expr.shape(), expr).linear);
 }
 
 template <class Index, class Op, class Out, class E>
 void reduce_axis_loop(const E& expr, const AxisProblem& problem, Out* out, bool linear) {
   constexpr int R = E::rank;
   const auto shape = expr.shape();
-  const auto reader = make_reader<R, Index>(expr, shape);
+  std::vector<std::shared_ptr<void>> buffers;
+  const auto reader = build_program<Index>(expr, shape, buffers);
   const auto extents = to_coord<Index>(shape);
   const Index outputs = static_cast<Index>(problem.outer * problem.inner);
   const Index length = static_cast<Index>(problem.length), inner = static_cast<Index>(problem.inner);
@@ -125,11 +123,7 @@ void reduce_axis_loop(const E& expr, const AxisProblem& problem, Out* out, bool 
 /// Reduces `expr` along one axis (described by `problem`) into the contiguous `out`.
 template <class Op, class Out, class E>
 void reduce_axis(const E& expr, const AxisProblem& problem, Out* out) {
-  const ElementwisePlan plan = plan_reads(expr.shape(), expr);
-  if (plan.max_index <= std::numeric_limits<std::int32_t>::max())
-    reduce_axis_loop<std::int32_t, Op>(expr, problem, out, plan.linear);
-  else
-    reduce_axis_loop<std::int64_t, Op>(expr, problem, out, plan.linear);
+  reduce_axis_loop<CpuIndex, Op>(expr, problem, out, plan_reads(expr.shape(), expr).linear);
 }
 
 }  // namespace et::detail::cpu_backend

@@ -1,5 +1,6 @@
 // How an elementwise assignment runs on a CUDA device: exactly one kernel launch on the
-// device's stream, whatever the size of the expression tree. Only for nvcc.
+// device's stream, whatever the size of the expression tree (plus one per materialized
+// occurrence of a shared subexpression, expr/program.hpp). Only for nvcc.
 #pragma once
 
 #if !defined(__CUDACC__)
@@ -9,10 +10,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <vector>
 
 #include "et/expr/evaluator.hpp"
 #include "et/kernels/elementwise.cuh"
 #include "et/runtime/device_runtime.hpp"
+#include "et/runtime/memory.hpp"
 
 namespace et::detail::cuda_backend {
 
@@ -44,35 +48,67 @@ bool vector_aligned(const Tensor<T, R, D>& dst, const E& expr) {
   return aligned_for(dst.data(), sizeof(T) * V) && leaves_aligned<V>(expr);
 }
 
+/// Grid size for `work` units of one thread each (up to the grid limit): plenty of
+/// resident blocks hide memory latency behind other blocks' arithmetic.
+inline int grid_for(std::int64_t work) {
+  return static_cast<int>(std::clamp<std::int64_t>((work + block_threads - 1) / block_threads, 1,
+                                                   std::numeric_limits<std::int32_t>::max()));
+}
+
+/// Thread indices reach one block (of strided_unroll elements each) past the work: 32-bit
+/// indices serve when every offset plus that margin fits.
+inline bool fits_int32_launch(std::int64_t max_index) {
+  constexpr std::int64_t margin = std::int64_t{block_threads} * 16;
+  return max_index + margin <= std::numeric_limits<std::int32_t>::max();
+}
+
+/// The program of `expr` read in the index space `shape` on device I. Occurrences of a
+/// shared subexpression that hold operands of their own are materialized first, on the
+/// same stream, into buffers kept in `buffers` until the caller's launches are queued.
+template <int I, class Index, class E, std::size_t N, int R = static_cast<int>(N)>
+program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_t, N>& shape, cudaStream_t stream,
+                                     std::vector<std::shared_ptr<void>>& buffers) {
+  auto materialize = [&](const auto& program, int binding) -> const void* {
+    const std::int64_t n = checked_numel(shape);
+    buffers.push_back(allocate_bytes(I, program.binding_size(binding) * static_cast<std::size_t>(n)));
+    kernels::materialize_binding<<<grid_for(n), block_threads, 0, stream>>>(program, binding, buffers.back().get(),
+                                                                           to_coord<Index>(shape), static_cast<Index>(n));
+    ET_CUDA_CHECK(cudaGetLastError());
+    return buffers.back().get();
+  };
+  return make_program<R, Index>(expr, shape, materialize);
+}
+
 template <int I, class T, int R, class E>
 void run_elementwise(const Tensor<T, R, Cuda<I>>& dst, const E& expr) {
   const ElementwisePlan plan = plan_elementwise(dst, expr);
   DeviceGuard guard(I);
   const cudaStream_t stream = default_stream(I);
-  constexpr int V = vector_width<T>;
-  const bool vectorized = plan.linear && vector_aligned<V>(dst, expr);
   const std::int64_t n = dst.numel();
-  const std::int64_t per_thread = vectorized ? V : plan.linear ? 1 : kernels::strided_unroll;
-  const std::int64_t work = (n + per_thread - 1) / per_thread;
-  // One thread per unit of work (a vector, an element, or strided_unroll elements; as
-  // many blocks as it takes, up to the grid limit): plenty of resident blocks hide memory
-  // latency behind other blocks' arithmetic.
-  const int blocks = static_cast<int>(std::clamp<std::int64_t>((work + block_threads - 1) / block_threads, 1,
-                                                               std::numeric_limits<std::int32_t>::max()));
-  // Thread indices reach one block past the work: keep that margin below 2^31 too.
-  constexpr std::int64_t margin = std::int64_t{block_threads} * 16;
-  with_index_type(plan.max_index + margin <= std::numeric_limits<std::int32_t>::max(), [&](auto index_tag) {
-    using Index = decltype(index_tag);
-    const auto reader = make_reader<R, Index>(expr, dst.shape());
-    const auto writer = make_writer<Index>(dst);
+  std::vector<std::shared_ptr<void>> buffers;
+  // The kernel arguments are deliberately NOT const: with `const auto program = ...`,
+  // nvcc 13's cicc takes time exponential in the nesting depth of the reader type (depth 5:
+  // over 100 s instead of 7 s) for byte-identical PTX. docs/design.md has the reproducer.
+  if (!fits_int32_launch(plan.max_index)) {
+    auto program = build_program<I, std::int64_t>(expr, dst.shape(), stream, buffers);
+    auto writer = make_writer<std::int64_t>(dst);
+    kernels::elementwise_generic<<<grid_for(n), block_threads, 0, stream>>>(writer, program,
+                                                                          to_coord<std::int64_t>(dst.shape()), n);
+  } else {
+    using Index = std::int32_t;
+    auto program = build_program<I, Index>(expr, dst.shape(), stream, buffers);
+    auto writer = make_writer<Index>(dst);
+    constexpr int V = vector_width<T>;
     if (plan.linear) {
-      kernels::elementwise_linear<V><<<blocks, block_threads, 0, stream>>>(writer, reader, static_cast<Index>(n),
-                                                                            vectorized);
+      const bool vectorized = vector_aligned<V>(dst, expr);
+      kernels::elementwise_linear<V><<<grid_for(vectorized ? (n + V - 1) / V : n), block_threads, 0, stream>>>(
+          writer, program, static_cast<Index>(n), vectorized);
     } else {
-      kernels::elementwise_strided<<<blocks, block_threads, 0, stream>>>(writer, reader, to_coord<Index>(dst.shape()),
-                                                                        static_cast<Index>(n));
+      const std::int64_t work = (n + kernels::strided_unroll - 1) / kernels::strided_unroll;
+      kernels::elementwise_strided<<<grid_for(work), block_threads, 0, stream>>>(
+          writer, program, to_coord<Index>(dst.shape()), static_cast<Index>(n));
     }
-  });
+  }
   ET_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <vector>
 
 #include "et/backend/cuda/elementwise.hpp"
 #include "et/kernels/reduce.cuh"
@@ -39,7 +41,7 @@ inline bool fits_int32(std::int64_t max_index) {
 template <int Device, class Op, class Out, class E>
 void reduce_all(const E& expr, Out* out) {
   using Acc = typename Op::acc_type;
-  constexpr int R = E::rank, V = read_vector_width<E>;
+  constexpr int V = read_vector_width<E>;
   const auto shape = expr.shape();
   const ElementwisePlan plan = plan_reads(shape, expr);
   DeviceGuard guard(Device);
@@ -53,7 +55,8 @@ void reduce_all(const E& expr, Out* out) {
   auto* partials = static_cast<Acc*>(scratch.get());
   with_index_type(fits_int32(plan.max_index), [&](auto index_tag) {
     using Index = decltype(index_tag);
-    const auto reader = make_reader<R, Index>(expr, shape);
+    std::vector<std::shared_ptr<void>> buffers;
+    auto reader = build_program<Device, Index>(expr, shape, stream, buffers);  // not const: see elementwise.hpp
     const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, true);
     kernels::reduce_all_blocks<Op, reduce_threads, V><<<blocks, reduce_threads, 0, stream>>>(
         reader, static_cast<Index>(n), mode, to_coord<Index>(shape), partials);
@@ -66,7 +69,7 @@ void reduce_all(const E& expr, Out* out) {
 template <int Device, class Op, class Out, class E>
 void reduce_axis(const E& expr, const AxisProblem& problem, Out* out) {
   using Acc = typename Op::acc_type;
-  constexpr int R = E::rank, V = read_vector_width<E>;
+  constexpr int V = read_vector_width<E>;
   const auto shape = expr.shape();
   const ElementwisePlan plan = plan_reads(shape, expr);
   DeviceGuard guard(Device);
@@ -75,7 +78,8 @@ void reduce_axis(const E& expr, const AxisProblem& problem, Out* out) {
   const int sms = device_properties(Device).multiprocessors;
   with_index_type(fits_int32(plan.max_index), [&](auto index_tag) {
     using Index = decltype(index_tag);
-    const auto reader = make_reader<R, Index>(expr, shape);
+    std::vector<std::shared_ptr<void>> buffers;
+    auto reader = build_program<Device, Index>(expr, shape, stream, buffers);  // not const: see elementwise.hpp
     const auto extents = to_coord<Index>(shape);
     if (problem.inner == 1) {
       const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, problem.length % V == 0);

@@ -1,0 +1,257 @@
+// Internal (included by expr/evaluator.hpp): the per-element readers and the writer that
+// the CUDA kernels and the CPU loops call. A reader is a flat, trivially copyable struct
+// (pointers, strides, scalars) with three access modes:
+//   linear(i, ctx)       every operand is laid out like the contiguous output;
+//   strided(i, c, ctx)   any layout: c is the output coordinate, each leaf dots it with its
+//                        (broadcast, possibly zero) strides;
+//   vector<V>(i, ctx)    V consecutive elements at once (16-byte loads on the GPU).
+// `ctx` holds the values of the shared subexpressions computed earlier for the same
+// element (expr/program.hpp); a SlotReader hands one of them on instead of recomputing it.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "et/config.hpp"
+#include "et/types.hpp"
+
+namespace et::detail {
+
+/// V elements, aligned for one (or, past 16 bytes, several) wide load.
+template <class T, int V>
+struct alignas(sizeof(T) * V <= 16 ? sizeof(T) * V : 16) Vec {
+  T v[V];
+};
+
+/// An output coordinate (rank 0 keeps one unused slot).
+template <int R, class Index>
+struct Coord {
+  Index c[R > 0 ? R : 1];
+};
+
+template <int R, class Index>
+ET_HD Index dot(const Coord<R, Index>& coord, const Index (&strides)[R > 0 ? R : 1]) {
+  Index offset = 0;
+  for (int d = 0; d < R; ++d) offset += coord.c[d] * strides[d];
+  return offset;
+}
+
+// A minimal tuple for device code (std::tuple is not usable in kernels).
+template <std::size_t I, class T>
+struct PackSlot {
+  T value;
+};
+template <class Seq, class... Ts>
+struct PackBase;
+template <std::size_t... Is, class... Ts>
+struct PackBase<std::index_sequence<Is...>, Ts...> : PackSlot<Is, Ts>... {
+  PackBase() = default;
+  ET_HD explicit PackBase(const Ts&... values)
+    requires(sizeof...(Ts) > 0)
+      : PackSlot<Is, Ts>{values}... {}
+};
+template <class... Ts>
+struct Pack : PackBase<std::index_sequence_for<Ts...>, Ts...> {
+  using PackBase<std::index_sequence_for<Ts...>, Ts...>::PackBase;
+  Pack() = default;
+};
+template <std::size_t I, class T>
+ET_HD const T& pack_get(const PackSlot<I, T>& slot) {
+  return slot.value;
+}
+template <std::size_t I, class T>
+ET_HD T& pack_get(PackSlot<I, T>& slot) {
+  return slot.value;
+}
+
+/// True when two values have the same bytes (scalars: NaN equals NaN; generators: the
+/// same parameters; padding that differs only makes equal values look different, which
+/// costs speed, never correctness).
+template <class T>
+bool same_bytes(const T& a, const T& b) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+/// Reads elements of type T and hands them on in T's compute type (half -> float).
+template <class T, int R, class Index>
+struct TensorReader {
+  using value_type = compute_t<T>;
+  const T* data;
+  Index strides[R > 0 ? R : 1];
+  template <class Ctx>
+  ET_HD value_type linear(Index i, const Ctx&) const {
+    return static_cast<value_type>(data[i]);
+  }
+  template <class Ctx>
+  ET_HD value_type strided(Index, const Coord<R, Index>& c, const Ctx&) const {
+    return static_cast<value_type>(data[dot<R, Index>(c, strides)]);
+  }
+  template <int V, class Ctx>
+  ET_HD Vec<value_type, V> vector(Index i, const Ctx&) const {
+    const Vec<T, V> loaded = *reinterpret_cast<const Vec<T, V>*>(data + i);  // one wide load of V elements
+    if constexpr (std::is_same_v<value_type, T>) {
+      return loaded;
+    } else {
+      Vec<value_type, V> converted;
+ET_UNROLL
+      for (int k = 0; k < V; ++k) converted.v[k] = static_cast<value_type>(loaded.v[k]);
+      return converted;
+    }
+  }
+  friend bool same_reader(const TensorReader& a, const TensorReader& b) {
+    return a.data == b.data && same_bytes(a.strides, b.strides);
+  }
+};
+
+template <class T>
+struct ScalarReader {
+  using value_type = T;
+  T value;
+  template <class Index, class Ctx>
+  ET_HD T linear(Index, const Ctx&) const {
+    return value;
+  }
+  template <class Index, class C, class Ctx>
+  ET_HD T strided(Index, const C&, const Ctx&) const {
+    return value;
+  }
+  template <int V, class Index, class Ctx>
+  ET_HD Vec<T, V> vector(Index, const Ctx&) const {
+    Vec<T, V> out;
+    for (int k = 0; k < V; ++k) out.v[k] = value;
+    return out;
+  }
+  friend bool same_reader(const ScalarReader& a, const ScalarReader& b) { return same_bytes(a.value, b.value); }
+};
+
+template <class Gen, int R, class Index>
+struct GeneratorReader {
+  using value_type = compute_t<typename Gen::value_type>;
+  Gen gen;
+  Index strides[R > 0 ? R : 1];  // the generator's own row-major strides, broadcast
+  template <class Ctx>
+  ET_HD value_type linear(Index i, const Ctx&) const {
+    return static_cast<value_type>(gen(static_cast<std::int64_t>(i)));
+  }
+  template <class Ctx>
+  ET_HD value_type strided(Index, const Coord<R, Index>& c, const Ctx&) const {
+    return static_cast<value_type>(gen(static_cast<std::int64_t>(dot<R, Index>(c, strides))));
+  }
+  template <int V, class Ctx>
+  ET_HD Vec<value_type, V> vector(Index i, const Ctx&) const {
+    Vec<value_type, V> out;
+    for (int k = 0; k < V; ++k) out.v[k] = static_cast<value_type>(gen(static_cast<std::int64_t>(i) + k));
+    return out;
+  }
+  friend bool same_reader(const GeneratorReader& a, const GeneratorReader& b) {
+    return same_bytes(a.gen, b.gen) && same_bytes(a.strides, b.strides);
+  }
+};
+
+template <class Op, class... Readers>
+struct MapReader {
+  using value_type = decltype(Op{}(std::declval<typename Readers::value_type>()...));
+  Pack<Readers...> children;
+
+  template <class Index, class Ctx>
+  ET_HD value_type linear(Index i, const Ctx& ctx) const {
+    return linear_impl(i, ctx, std::index_sequence_for<Readers...>{});
+  }
+  template <class Index, class C, class Ctx>
+  ET_HD value_type strided(Index i, const C& c, const Ctx& ctx) const {
+    return strided_impl(i, c, ctx, std::index_sequence_for<Readers...>{});
+  }
+  template <int V, class Index, class Ctx>
+  ET_HD Vec<value_type, V> vector(Index i, const Ctx& ctx) const {
+    return vector_impl<V>(i, ctx, std::index_sequence_for<Readers...>{});
+  }
+  friend bool same_reader(const MapReader& a, const MapReader& b) {
+    return same_children(a, b, std::index_sequence_for<Readers...>{});
+  }
+
+ private:
+  template <class Index, class Ctx, std::size_t... Is>
+  ET_HD value_type linear_impl(Index i, const Ctx& ctx, std::index_sequence<Is...>) const {
+    return Op{}(pack_get<Is>(children).linear(i, ctx)...);
+  }
+  template <class Index, class C, class Ctx, std::size_t... Is>
+  ET_HD value_type strided_impl(Index i, const C& c, const Ctx& ctx, std::index_sequence<Is...>) const {
+    return Op{}(pack_get<Is>(children).strided(i, c, ctx)...);
+  }
+  template <int V, class Index, class Ctx, std::size_t... Is>
+  ET_HD Vec<value_type, V> vector_impl(Index i, const Ctx& ctx, std::index_sequence<Is...>) const {
+    // All operands' loads are issued before any arithmetic.
+    const Pack<Vec<typename Readers::value_type, V>...> loaded(pack_get<Is>(children).template vector<V>(i, ctx)...);
+    Vec<value_type, V> out;
+ET_UNROLL
+    for (int k = 0; k < V; ++k) out.v[k] = Op{}(pack_get<Is>(loaded).v[k]...);
+    return out;
+  }
+  template <std::size_t... Is>
+  static bool same_children(const MapReader& a, const MapReader& b, std::index_sequence<Is...>) {
+    return (same_reader(pack_get<Is>(a.children), pack_get<Is>(b.children)) && ...);
+  }
+};
+
+/// A shared subexpression: the value binding K of the program computed for this element
+/// (ctx), or, where this occurrence holds other operands than the binding's first one,
+/// its values materialized beforehand into a contiguous buffer of the output's shape.
+template <std::size_t K, class T>
+struct SlotReader {
+  using value_type = T;
+  const T* materialized;
+  template <class Index, class Ctx>
+  ET_HD T linear(Index i, const Ctx& ctx) const {
+    return materialized ? materialized[i] : pack_get<K>(ctx);
+  }
+  template <class Index, class C, class Ctx>
+  ET_HD T strided(Index i, const C&, const Ctx& ctx) const {
+    return materialized ? materialized[i] : pack_get<K>(ctx);
+  }
+  template <int V, class Index, class Ctx>
+  ET_HD Vec<T, V> vector(Index i, const Ctx& ctx) const {
+    return materialized ? *reinterpret_cast<const Vec<T, V>*>(materialized + i) : pack_get<K>(ctx);
+  }
+  friend bool same_reader(const SlotReader& a, const SlotReader& b) { return a.materialized == b.materialized; }
+};
+
+/// Calls f(slot) on every SlotReader inside a reader (expr/program.hpp patches them).
+template <class Reader, class F>
+void for_each_slot(Reader&, F&) {}
+template <std::size_t K, class T, class F>
+void for_each_slot(SlotReader<K, T>& slot, F& f) {
+  f(slot);
+}
+template <class Op, class... Readers, class F>
+void for_each_slot(MapReader<Op, Readers...>& reader, F& f) {
+  [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+    (for_each_slot(pack_get<Is>(reader.children), f), ...);
+  }(std::index_sequence_for<Readers...>{});
+}
+
+/// Where results go: the destination tensor's pointer and strides. The value computed
+/// (in a compute type) is converted to T here, so a fused half expression rounds once.
+template <class T, int R, class Index>
+struct Writer {
+  T* data;
+  Index strides[R > 0 ? R : 1];
+  template <class U>
+  ET_HD void linear(Index i, U value) const {
+    data[i] = static_cast<T>(value);
+  }
+  template <class U>
+  ET_HD void strided(const Coord<R, Index>& c, U value) const {
+    data[dot<R, Index>(c, strides)] = static_cast<T>(value);
+  }
+  template <int V, class U>
+  ET_HD void vector(Index i, const Vec<U, V>& values) const {
+    Vec<T, V> out;
+    for (int k = 0; k < V; ++k) out.v[k] = static_cast<T>(values.v[k]);
+    *reinterpret_cast<Vec<T, V>*>(data + i) = out;
+  }
+};
+
+}  // namespace et::detail
