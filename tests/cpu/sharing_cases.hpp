@@ -99,25 +99,47 @@ void check_depth5_strided(D dev, std::int64_t rows, std::int64_t cols) {
   test::check_all_close(sums.to_vector(), row_sums, 1e-4);
 }
 
-/// f(x) + f(y) with f the depth-4 shared form: both operands have ONE type but different
-/// tensors, so the second f's shared nodes differ from the first's and are materialized
-/// before the fused kernel runs. f(x) + f(x) (equal operands) shares everything.
+/// The operands of the f(x) / f(y) cases on device D, f being the depth-4 shared form:
+/// x and y (y holds the values of a), a and b, and f's double-precision value at every
+/// element for x and for y.
+template <class D>
+struct TwoOperands {
+  Inputs in;
+  et::Tensor<float, 1, D> x, y, a, b;
+  std::vector<double> fx, fy;
+  TwoOperands(D dev, std::int64_t n)
+      : in(static_cast<std::size_t>(n)),
+        x(et::from_vector(dev, in.x)),
+        y(et::from_vector(dev, in.a)),
+        a(et::from_vector(dev, in.a)),
+        b(et::from_vector(dev, in.b)),
+        fx(in.x.size()),
+        fy(in.x.size()) {
+    for (std::size_t i = 0; i < in.x.size(); ++i) {
+      fx[i] = shared_form_reference(in.x[i], in.a[i], in.b[i], 4);
+      fy[i] = shared_form_reference(in.a[i], in.a[i], in.b[i], 4);
+    }
+  }
+  template <class X>
+  auto f(const X& u) const {
+    return shared_form<4>(u, a, b);
+  }
+};
+
+/// f(x) + f(y): both operands have ONE type but different tensors, so the second f's
+/// shared nodes differ from the first's and are materialized before the fused kernel
+/// runs. f(x) + f(x) (equal operands) shares everything.
 template <class D>
 void check_same_type_different_operands(D dev, std::int64_t n) {
   CAPTURE(n);
-  const Inputs in(static_cast<std::size_t>(n));
-  const auto x = et::from_vector(dev, in.x), y = et::from_vector(dev, in.a), a = et::from_vector(dev, in.a),
-             b = et::from_vector(dev, in.b);
-  using F = decltype(shared_form<4>(x, a, b));
-  static_assert(std::is_same_v<F, decltype(shared_form<4>(y, a, b))>);
-  const et::Tensor<float, 1, D> different = shared_form<4>(x, a, b) + shared_form<4>(y, a, b) * 3.0f;
-  const et::Tensor<float, 1, D> same = shared_form<4>(x, a, b) - shared_form<4>(x, a, b) * 3.0f;
-  std::vector<double> expected_different(in.x.size()), expected_same(in.x.size());
-  for (std::size_t i = 0; i < in.x.size(); ++i) {
-    const double fx = shared_form_reference(in.x[i], in.a[i], in.b[i], 4);
-    const double fy = shared_form_reference(in.a[i], in.a[i], in.b[i], 4);
-    expected_different[i] = fx + 3 * fy;
-    expected_same[i] = fx - 3 * fx;
+  const TwoOperands<D> t(dev, n);
+  static_assert(std::is_same_v<decltype(t.f(t.x)), decltype(t.f(t.y))>);
+  const et::Tensor<float, 1, D> different = t.f(t.x) + t.f(t.y) * 3.0f;
+  const et::Tensor<float, 1, D> same = t.f(t.x) - t.f(t.x) * 3.0f;
+  std::vector<double> expected_different(t.fx.size()), expected_same(t.fx.size());
+  for (std::size_t i = 0; i < t.fx.size(); ++i) {
+    expected_different[i] = t.fx[i] + 3 * t.fy[i];
+    expected_same[i] = t.fx[i] - 3 * t.fx[i];
   }
   test::check_all_close(different.to_vector(), expected_different, 1e-4);
   test::check_all_close(same.to_vector(), expected_same, 1e-4);
@@ -128,17 +150,11 @@ void check_same_type_different_operands(D dev, std::int64_t n) {
 template <class D>
 void check_conflicting_uses(D dev, std::int64_t n) {
   CAPTURE(n);
-  const Inputs in(static_cast<std::size_t>(n));
-  const auto x = et::from_vector(dev, in.x), y = et::from_vector(dev, in.a), a = et::from_vector(dev, in.a),
-             b = et::from_vector(dev, in.b);
-  auto g = [&](const auto& u, const auto& v) { return shared_form<4>(u, a, b) * 2.0f + shared_form<4>(v, a, b); };
-  const et::Tensor<float, 1, D> out = g(x, y) - g(y, x) * 0.5f;
-  std::vector<double> expected(in.x.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    const double fx = shared_form_reference(in.x[i], in.a[i], in.b[i], 4);
-    const double fy = shared_form_reference(in.a[i], in.a[i], in.b[i], 4);
-    expected[i] = (2 * fx + fy) - (2 * fy + fx) * 0.5;
-  }
+  const TwoOperands<D> t(dev, n);
+  auto g = [&](const auto& u, const auto& v) { return t.f(u) * 2.0f + t.f(v); };
+  const et::Tensor<float, 1, D> out = g(t.x, t.y) - g(t.y, t.x) * 0.5f;
+  std::vector<double> expected(t.fx.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = (2 * t.fx[i] + t.fy[i]) - (2 * t.fy[i] + t.fx[i]) * 0.5;
   test::check_all_close(out.to_vector(), expected, 1e-4);
 }
 
