@@ -25,7 +25,22 @@ struct Cuda {
   static constexpr bool is_cuda = true;
 };
 
+/// Page-locked (pinned) host memory: host memory that computes like Cpu and mixes with it
+/// (an expression over Pinned and Cpu tensors is a Cpu expression, its result lives on
+/// Cpu), and the only host memory that copies to and from a GPU without blocking
+/// (.to(dev, et::non_blocking)). Its index is the CPU's: to device-mixing rules it is the host.
+struct Pinned {
+  static constexpr int index = -1;
+  static constexpr bool is_cuda = false;
+};
+
 inline constexpr Cpu cpu{};
+inline constexpr Pinned pinned{};
+
+/// Asks .to() for a copy that returns before it is done (only between Pinned memory and a
+/// GPU; see Tensor::to).
+struct NonBlocking {};
+inline constexpr NonBlocking non_blocking{};
 template <int I>
 inline constexpr Cuda<I> cuda{};
 
@@ -34,6 +49,8 @@ template <class D>
 struct is_device : std::false_type {};
 template <>
 struct is_device<Cpu> : std::true_type {};
+template <>
+struct is_device<Pinned> : std::true_type {};
 template <int I>
 struct is_device<Cuda<I>> : std::true_type {};
 
@@ -80,6 +97,12 @@ constexpr DeviceName make_device_name(int index) {
 
 template <Device D>
 inline constexpr DeviceName device_name = detail::make_device_name(D::index);
+template <>
+inline constexpr DeviceName device_name<Pinned> = [] {
+  DeviceName name;
+  for (char c : std::string_view("cpu:pinned")) name.text[name.length++] = c;
+  return name;
+}();
 
 /// Run-time name of a device index (-1 is the CPU).
 inline DeviceName device_name_of(int index) { return detail::make_device_name(index); }
@@ -136,14 +159,16 @@ struct operand_device<X> {
 template <class... Xs>
 using same_device_operands = same_devices<typename operand_device<Xs>::type...>;
 
-/// The first device in Ds that is not AnyDevice (AnyDevice if there is none).
+/// The first device in Ds that is not AnyDevice (AnyDevice if there is none); Pinned
+/// counts as Cpu, where expressions over it evaluate and put their results.
 template <class... Ds>
 struct first_device {
   using type = AnyDevice;
 };
 template <class D, class... Rest>
 struct first_device<D, Rest...> {
-  using type = std::conditional_t<std::is_same_v<D, AnyDevice>, typename first_device<Rest...>::type, D>;
+  using type = std::conditional_t<std::is_same_v<D, AnyDevice>, typename first_device<Rest...>::type,
+                                  std::conditional_t<std::is_same_v<D, Pinned>, Cpu, D>>;  // Pinned computes as Cpu
 };
 
 /// The device operands on Ds share. A mismatch stops compilation (same_devices), once;

@@ -1,5 +1,5 @@
 // Internal (included by device.hpp): the messages for operands on two different
-// devices, one specialization per pair of the CPU and cuda:0..7 (one HGX node). A C++20
+// devices (and for a non-blocking copy with pageable host memory), one specialization per pair of the CPU and cuda:0..7 (one HGX node). A C++20
 // static_assert message must be a literal, and the first error line a user reads must
 // name both devices; each message also sits on its own source line, because nvcc's
 // front end echoes that line under the error. Other pairs get the general message.
@@ -165,5 +165,17 @@ struct devices_meet<6, 7, Tag> {
 // One device (same_devices in device.hpp): nothing to report.
 template <int Index, class Tag>
 struct devices_meet<Index, Index, Tag> {};
+
+// Tensor::to(dev, et::non_blocking) from or to pageable host memory (Cpu) and a GPU.
+template <bool PageableToGpu, bool GpuToPageable, class Tag = void>
+struct non_blocking_copy {};
+template <class Tag>
+struct non_blocking_copy<true, false, Tag> {
+  static_assert(never<Tag>, "et: a non-blocking copy to a GPU needs page-locked memory, or it would block (or race): pin the source first, x.pin().to(dev, et::non_blocking)");
+};
+template <class Tag>
+struct non_blocking_copy<false, true, Tag> {
+  static_assert(never<Tag>, "et: a non-blocking copy from a GPU needs a page-locked destination, or it would block (or race): copy with .to(et::pinned, et::non_blocking)");
+};
 
 }  // namespace et::detail

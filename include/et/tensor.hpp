@@ -133,7 +133,12 @@ class Tensor : public detail::ExprTag {
   }
   bool is_contiguous() const noexcept { return detail::is_contiguous_layout(shape_, strides_); }
   /// First element; a device pointer for CUDA tensors.
-  T* data() const noexcept { return storage_ ? static_cast<T*>(storage_.get()) + offset_ : nullptr; }
+  /// For Pinned tensors it first waits for any copy started without blocking that still
+  /// uses the storage (runtime/pinned.hpp), so that host code never sees a copy in flight.
+  T* data() const noexcept {
+    if constexpr (std::is_same_v<D, Pinned>) detail::wait_host_access(storage_);
+    return storage_ ? static_cast<T*>(storage_.get()) + offset_ : nullptr;
+  }
   /// Offset of the first element in the storage, in elements.
   std::int64_t offset() const noexcept { return offset_; }
   /// The shared allocation this tensor views (shared by handles, views and clones' sources).
@@ -159,31 +164,42 @@ class Tensor : public detail::ExprTag {
       return *this;
     } else {
       require_defined("to()");
-      return copy_span_to<To>();
+      return copy_span_to<To>(true);
     }
+  }
+
+  /// The same, returning before the copy is done. Only Pinned memory copies to or from a
+  /// GPU this way; the first host access to the pinned side waits for the copy by itself.
+  template <Device To>
+  Tensor<T, Rank, To> to(To, NonBlocking) const {
+    constexpr bool pageable_to_gpu = std::is_same_v<D, Cpu> && To::is_cuda;
+    constexpr bool gpu_to_pageable = D::is_cuda && std::is_same_v<To, Cpu>;
+    [[maybe_unused]] detail::non_blocking_copy<pageable_to_gpu, gpu_to_pageable> check;  // device_mismatch.hpp
+    if constexpr (pageable_to_gpu || gpu_to_pageable || std::is_same_v<To, D>) {
+      return to(To{});
+    } else {
+      require_defined("to()");
+      return copy_span_to<To>(false);
+    }
+  }
+
+  /// A page-locked copy of a Cpu tensor (Tensor<T, Rank, Pinned>).
+  Tensor<T, Rank, Pinned> pin() const
+    requires std::is_same_v<D, Cpu>
+  {
+    return to(pinned);
   }
 
   /// All elements in row-major order, copied to the host (waits for the device).
   std::vector<T> to_vector() const {
     require_defined("to_vector()");
-    const Tensor<T, Rank, Cpu> host = to(cpu);
+    const Tensor<T, Rank, Cpu> host = to(cpu).contiguous();
     std::vector<T> out(static_cast<std::size_t>(numel()));
-    if (out.empty()) return out;
     const T* base = host.data();
-    if (host.is_contiguous()) {
-      if constexpr (std::is_same_v<T, bool>) std::copy(base, base + out.size(), out.begin());
-      else std::memcpy(out.data(), base, out.size() * sizeof(T));
-      return out;
-    }
-    std::array<std::int64_t, Rank> index{};
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      std::int64_t offset = 0;
-      for (int d = 0; d < Rank; ++d) offset += index[d] * strides_[d];
-      out[i] = base[offset];
-      for (int d = Rank - 1; d >= 0; --d) {
-        if (++index[d] < shape_[d]) break;
-        index[d] = 0;
-      }
+    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> has no data()
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = base[i];
+    } else if (!out.empty()) {
+      std::memcpy(out.data(), base, out.size() * sizeof(T));
     }
     return out;
   }
@@ -342,7 +358,7 @@ class Tensor : public detail::ExprTag {
     if (static_cast<std::uint64_t>(count) > SIZE_MAX / sizeof(T))
       throw ShapeError("et: shape " + format_shape(shape) + " needs more bytes than fit in size_t");
     if constexpr (D::is_cuda) detail::check_device_index(D::index);
-    return Tensor(detail::allocate_bytes(D::index, static_cast<std::size_t>(count) * sizeof(T)), 0, shape,
+    return Tensor(detail::allocate_on<D>(static_cast<std::size_t>(count) * sizeof(T)), 0, shape,
                   detail::contiguous_strides(shape));
   }
 
@@ -367,12 +383,16 @@ class Tensor : public detail::ExprTag {
   }
 
   template <Device To>
-  Tensor<T, Rank, To> copy_span_to() const {
+  Tensor<T, Rank, To> copy_span_to(bool blocking = true) const {
     const std::int64_t count = numel();
     const std::int64_t span = count == 0 ? 0 : detail::max_offset(shape_, strides_) + 1;
     if constexpr (To::is_cuda) detail::check_device_index(To::index);
-    auto storage = detail::allocate_bytes(To::index, static_cast<std::size_t>(span) * sizeof(T));
-    detail::copy_bytes(To::index, storage.get(), D::index, data(), static_cast<std::size_t>(span) * sizeof(T));
+#if defined(ET_HAS_CUDA_RUNTIME)
+    detail::note_stream_uses(*this);  // read on this device's current stream
+#endif
+    auto storage = detail::allocate_on<To>(static_cast<std::size_t>(span) * sizeof(T));
+    detail::copy_between<To, D>(storage, storage.get(), storage_, data(), static_cast<std::size_t>(span) * sizeof(T),
+                                blocking);
     return Tensor<T, Rank, To>(std::move(storage), 0, shape_, strides_);
   }
 

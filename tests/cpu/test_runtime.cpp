@@ -4,6 +4,7 @@
 
 #include <et/et.hpp>
 
+#include <cstdint>
 #include <string>
 
 using Catch::Matchers::Contains;
@@ -67,4 +68,47 @@ TEST_CASE("errors are et::Error subclasses that say what happened", "[runtime]")
   const et::Error& as_base = oom;
   CHECK_THAT(std::string(as_base.what()), Contains("et:"));
   CHECK(et::OutOfMemory::format_bytes(512) == "512.00 B (512 bytes)");
+}
+
+TEST_CASE("streams and events compile for the CPU too: synchronous work, host time", "[runtime][streams]") {
+  const auto s = et::Stream<et::Cpu>::create();
+  CHECK(et::current_stream(et::cpu) == s);
+  et::Event<et::Cpu> start, stop;
+  {
+    et::StreamGuard guard(s);
+    start.record(s);
+    const auto x = et::randn<double>(et::cpu, {1 << 16}, 1);
+    CHECK(et::sum(x * x).item() > 0);
+    stop.record();
+  }
+  s.synchronize();
+  s.wait(stop);
+  stop.synchronize();
+  CHECK(stop.query());
+  CHECK(elapsed_ms(start, stop) >= 0.0f);
+  CHECK(elapsed_ms(start, stop) < 60e3f);
+}
+
+TEST_CASE("memory_stats(cpu) counts the bytes and blocks etensor holds on the host", "[runtime][allocator]") {
+  const et::MemoryStats before = et::memory_stats(et::cpu);
+  constexpr std::int64_t n = 1 << 18;
+  {
+    const auto x = et::empty<float>(et::cpu, {n});
+    const et::MemoryStats held = et::memory_stats(et::cpu);
+    CHECK(held.allocated == before.allocated + n * sizeof(float));
+    CHECK(held.reserved == held.allocated);
+    CHECK(held.allocations == before.allocations + 1);
+    CHECK(held.total_allocations == before.total_allocations + 1);
+    CHECK(held.peak_allocated >= held.allocated);
+    CHECK(x.slice(0, 0, 10).numel() == 10);  // a view allocates nothing
+    CHECK(et::memory_stats(et::cpu).allocations == held.allocations);
+  }
+  const et::MemoryStats after = et::memory_stats(et::cpu);
+  CHECK(after.allocated == before.allocated);
+  CHECK(after.allocations == before.allocations);
+  CHECK(after.peak_allocated >= before.allocated + n * sizeof(float));
+  et::reset_peak_memory_stats(et::cpu);
+  CHECK(et::memory_stats(et::cpu).peak_allocated == after.allocated);
+  et::empty_cache(et::cpu);  // nothing cached on the host: a no-op
+  CHECK(et::memory_stats(et::cpu).allocated == after.allocated);
 }

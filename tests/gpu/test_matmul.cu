@@ -374,8 +374,8 @@ TEST_CASE("CUDA matmul errors: shapes name both, cuBLAS failures name the status
 
 TEST_CASE("cuBLAS handles and the workspace exist once per device and stream", "[matmul]") {
   et::detail::DeviceGuard guard(0);
-  auto& first = et::detail::cuda_backend::blas_context(0, et::detail::default_stream(0));
-  auto& again = et::detail::cuda_backend::blas_context(0, et::detail::default_stream(0));
+  auto& first = et::detail::cuda_backend::blas_context(0, et::detail::current_stream_handle(0));
+  auto& again = et::detail::cuda_backend::blas_context(0, et::detail::current_stream_handle(0));
   CHECK(&first == &again);
   CHECK(first.lt != nullptr);
   CHECK(first.workspace != nullptr);

@@ -94,7 +94,7 @@ template <class T, int R, class D, class E>
 void run_on_device(const Tensor<T, R, D>& dst, const E& expr) {
   if constexpr (!fits_one_kernel_v<T, R, E>) {
     run_split(dst, expr);
-  } else if constexpr (std::is_same_v<D, Cpu>) {
+  } else if constexpr (!D::is_cuda) {
     cpu_backend::run_elementwise(dst, expr);
   } else {
 #if defined(ET_DEVICE_COMPILER)

@@ -80,8 +80,8 @@ Tensor<T, int(R), D> zeros(D, const std::array<std::int64_t, R>& shape) {
   const std::size_t bytes = static_cast<std::size_t>(out.numel()) * sizeof(T);
   if constexpr (D::is_cuda) {
 #if defined(ET_HAS_CUDA_RUNTIME)
-    detail::DeviceGuard guard(D::index);
-    if (bytes) ET_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, bytes, detail::default_stream(D::index)));
+    const detail::CudaCall call(D::index);
+    if (bytes) ET_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, bytes, call.stream()));
 #endif
   } else if (bytes) {
     std::memset(static_cast<void*>(out.data()), 0, bytes);

@@ -205,7 +205,7 @@ bool run_gemm(const Tensor<T, RA, D>& a_in, const Tensor<T, RB, D>& b_in, const 
     assign(target, ScalarExpr<T>(compute_t<T>(0)));
     return true;
   }
-  if constexpr (std::is_same_v<D, Cpu> && is_16bit_float_v<T>) {
+  if constexpr (!D::is_cuda && is_16bit_float_v<T>) {
     // Eigen has no fast 16-bit GEMM: multiply in float and round once, as the GPU does.
     const auto a = eval(cast<float>(a_in));
     const auto b = eval(cast<float>(b_in));
@@ -218,11 +218,12 @@ bool run_gemm(const Tensor<T, RA, D>& a_in, const Tensor<T, RB, D>& b_in, const 
     const Tensor<T, RA, D> a = blas_operand(a_in);
     const Tensor<T, RB, D> b = blas_operand(b_in);
     const GemmProblem problem = gemm_problem(a, b, out);
-    if constexpr (std::is_same_v<D, Cpu>) {
+    if constexpr (!D::is_cuda) {
       cpu_backend::gemm<T>(problem);
       return true;
     } else {
 #if defined(ET_DEVICE_COMPILER)
+      note_stream_uses(a, b, out);
       return cuda_backend::gemm<T>(D::index, problem, mode, epilogue, bias);
 #else
       (void)mode, (void)epilogue, (void)bias;

@@ -182,6 +182,7 @@ void cudnn_convolution(cudnn_backend::Direction direction, const ConvGeometry& g
       return;
     }
   }
+  note_stream_uses(x, w, y);
   cudnn_backend::convolution(I, direction, cudnn_backend::data_type<T>(), g, allow_tf32, {x.data(), w.data(), y.data()});
 }
 
@@ -199,6 +200,7 @@ void cudnn_pooling_forward(const PoolGeometry& g, bool max, const Tensor<T, 4, C
       return;
     }
   }
+  note_stream_uses(x, y);
   cudnn_backend::pooling_forward(I, cudnn_backend::data_type<T>(), g, max, x.data(), y.data());
 }
 
@@ -218,6 +220,7 @@ void cudnn_pooling_backward(const PoolGeometry& g, bool max, const Tensor<T, 4, 
       return;
     }
   }
+  note_stream_uses(y, dy, x, dx);
   cudnn_backend::pooling_backward(I, cudnn_backend::data_type<T>(), g, max, y.data(), dy.data(), x.data(), dx.data());
 }
 #endif
@@ -238,7 +241,7 @@ Tensor<TX, 4, DX> conv2d_impl(const Tensor<TX, RX, DX>& x, const Tensor<TW, RW, 
                        format_shape(w.shape()) + " (" + layout_name(g.layout) + ")");
     auto y = Tensor<TX, 4, D>::allocate(g.output_shape());
     if (y.numel() == 0) return y;
-    if constexpr (std::is_same_v<D, Cpu>) {
+    if constexpr (!D::is_cuda) {
       std::optional<HostInput<nn_compute_t<TX>>> b_in;
       if (bias != nullptr) b_in.emplace(*bias);
       run_on_host(y, [&](auto x_data, auto w_data, auto y_data) {
@@ -268,7 +271,7 @@ Tensor<T, 4, D> pool2d_impl(const char* operation, const Tensor<T, R, D>& x, con
     const PoolGeometry g = pool_geometry(operation, x.shape(), options);
     auto y = Tensor<T, 4, D>::allocate(g.output_shape());
     if (y.numel() == 0) return y;
-    if constexpr (std::is_same_v<D, Cpu>) {
+    if constexpr (!D::is_cuda) {
       run_on_host(y, [&](auto x_data, auto y_data) {
         if (max) cpu_backend::nn::max_pool2d_forward(g, x_data, y_data);
         else cpu_backend::nn::avg_pool2d_forward(g, x_data, y_data);
@@ -324,7 +327,7 @@ Tensor<TY, 4, DY> conv2d_backward_data(const Tensor<TY, RY, DY>& grad_output, co
                         detail::describe_convolution(g));
     auto dx = Tensor<TY, 4, D>::allocate(input_shape);
     if (dx.numel() == 0) return dx;
-    if constexpr (std::is_same_v<D, Cpu>) {
+    if constexpr (!D::is_cuda) {
       detail::run_on_host(dx, [&](auto dy_data, auto w_data, auto dx_data) {
         detail::cpu_backend::nn::conv2d_backward_data(g, dy_data, w_data, dx_data);
       }, grad_output, w);
@@ -357,7 +360,7 @@ Tensor<TX, 4, DX> conv2d_backward_filter(const Tensor<TX, RX, DX>& x, const Tens
     detail::check_shape("conv2d_backward_filter", "grad_output", grad_output.shape(), g.output_shape(),
                         detail::describe_convolution(g));
     auto dw = Tensor<TX, 4, D>::allocate(weight_shape);
-    if constexpr (std::is_same_v<D, Cpu>) {
+    if constexpr (!D::is_cuda) {
       detail::run_on_host(dw, [&](auto x_data, auto dy_data, auto dw_data) {
         detail::cpu_backend::nn::conv2d_backward_filter(g, x_data, dy_data, dw_data);
       }, x, grad_output);
@@ -414,7 +417,7 @@ Tensor<TX, 4, DX> max_pool2d_backward(const Tensor<TG, RG, DG>& grad_output, con
     detail::check_shape("max_pool2d_backward", "y", y.shape(), g.output_shape(), detail::describe_pooling(g));
     auto dx = Tensor<TX, 4, D>::allocate(x.shape());
     if (dx.numel() == 0) return dx;
-    if constexpr (std::is_same_v<D, Cpu>) {
+    if constexpr (!D::is_cuda) {
       detail::run_on_host(dx, [&](auto dy_data, auto x_data, auto dx_data) {
         detail::cpu_backend::nn::max_pool2d_backward(g, dy_data, x_data, dx_data);
       }, grad_output, x);
@@ -444,7 +447,7 @@ Tensor<T, 4, D> avg_pool2d_backward(const Tensor<T, R, D>& grad_output, const Sh
                         detail::describe_pooling(g));
     auto dx = Tensor<T, 4, D>::allocate(input_shape);
     if (dx.numel() == 0) return dx;
-    if constexpr (std::is_same_v<D, Cpu>) {
+    if constexpr (!D::is_cuda) {
       detail::run_on_host(dx, [&](auto dy_data, auto dx_data) {
         detail::cpu_backend::nn::avg_pool2d_backward(g, dy_data, dx_data);
       }, grad_output);

@@ -45,7 +45,7 @@ using sum_result_t = std::conditional_t<is_floating_v<T>, T, std::int64_t>;
 
 template <class D, class Op, class Out, class E>
 void run_reduce_all(const E& expr, Out* out) {
-  if constexpr (std::is_same_v<D, Cpu>) {
+  if constexpr (!D::is_cuda) {
     cpu_backend::reduce_all<Op>(expr, out);
   } else {
 #if defined(ET_DEVICE_COMPILER)
@@ -58,7 +58,7 @@ void run_reduce_all(const E& expr, Out* out) {
 
 template <class D, class Op, class Out, class E>
 void run_reduce_axis(const E& expr, const AxisProblem& problem, Out* out) {
-  if constexpr (std::is_same_v<D, Cpu>) {
+  if constexpr (!D::is_cuda) {
     cpu_backend::reduce_axis<Op>(expr, problem, out);
   } else {
 #if defined(ET_DEVICE_COMPILER)

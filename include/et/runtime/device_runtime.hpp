@@ -1,5 +1,5 @@
 // Run-time device queries: how many GPUs, their properties, synchronization,
-// the per-device default stream, and the guard that selects a device for a call.
+// and the guard that selects a device for a call (streams: runtime/stream.hpp).
 // Plain C++ translation units can use all of this (it only calls cudart).
 #pragma once
 
@@ -88,10 +88,6 @@ class DeviceGuard {
  private:
   int previous_ = -1;
 };
-
-/// The stream etensor launches on for a device: the device's legacy default stream,
-/// as in PyTorch, so that work is ordered with other libraries' default-stream work.
-inline cudaStream_t default_stream(int /*device*/) { return cudaStreamLegacy; }
 #endif
 
 inline std::vector<DeviceProperties>& property_cache() {

@@ -37,10 +37,11 @@ class CudaError : public Error {
 /// The process can go on: nothing is left half-allocated.
 class OutOfMemory : public Error {
  public:
-  OutOfMemory(const std::string& device, std::size_t requested, std::size_t free, std::size_t total)
-      : Error("et: out of memory on " + device + ": tried to allocate " + format_bytes(requested) +
-              "; " + format_bytes(free) + " free of " + format_bytes(total) +
-              " total (cached blocks were released and the allocation retried once)"),
+  /// `held`: what etensor itself holds and caches on the device, when it knows.
+  OutOfMemory(const std::string& device, std::size_t requested, std::size_t free, std::size_t total,
+              const std::string& held = "cached blocks were released and the allocation retried once")
+      : Error("et: out of memory on " + device + ": tried to allocate " + format_bytes(requested) + "; " +
+              format_bytes(free) + " free of " + format_bytes(total) + " total (" + held + ")"),
         requested_(requested),
         free_(free),
         total_(total) {}

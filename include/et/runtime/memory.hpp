@@ -1,87 +1,20 @@
-// Allocation and raw copies. Every tensor's storage comes from here:
-//  - CUDA: the device's stream-ordered memory pool (cudaMallocAsync) with an unlimited
-//    release threshold, so freed blocks stay cached for reuse. On failure the cache is
-//    released (after the device drains) and the allocation retried once; a second
-//    failure throws et::OutOfMemory with requested, free and total bytes.
-//  - CPU: 64-byte-aligned operator new (glibc's allocator caches freed blocks itself).
+// Allocation by device and raw copies between any two devices, on the current streams
+// (runtime/stream.hpp). The allocators themselves are in runtime/allocator.hpp and
+// runtime/pinned.hpp.
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <new>
+#include <type_traits>
 #include <vector>
 
-#include <unistd.h>
-
-#include "et/runtime/device_runtime.hpp"
+#include "et/runtime/pinned.hpp"
 
 namespace et::detail {
 
-inline constexpr std::size_t host_alignment = 64;
-
-inline std::shared_ptr<void> allocate_host(std::size_t bytes) {
-  if (bytes == 0) return {};
-  void* ptr = ::operator new(bytes, std::align_val_t{host_alignment}, std::nothrow);
-  if (!ptr) {
-    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    throw OutOfMemory("cpu", bytes, static_cast<std::size_t>(sysconf(_SC_AVPHYS_PAGES)) * page,
-                      static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * page);
-  }
-  return std::shared_ptr<void>(ptr, [](void* p) { ::operator delete(p, std::align_val_t{host_alignment}); });
-}
-
 #if defined(ET_HAS_CUDA_RUNTIME)
-inline cudaMemPool_t caching_pool(int device) {
-  static std::mutex mutex;
-  static std::vector<char> configured(static_cast<std::size_t>(device_count()), 0);
-  cudaMemPool_t pool{};
-  ET_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
-  std::lock_guard lock(mutex);
-  if (!configured[static_cast<std::size_t>(device)]) {
-    std::uint64_t keep_everything = UINT64_MAX;  // never hand freed blocks back on synchronization
-    ET_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
-    configured[static_cast<std::size_t>(device)] = 1;
-  }
-  return pool;
-}
-
-inline std::shared_ptr<void> allocate_cuda(int device, std::size_t bytes) {
-  if (bytes == 0) return {};
-  DeviceGuard guard(device);
-  const cudaMemPool_t pool = caching_pool(device);
-  const cudaStream_t stream = default_stream(device);
-  void* ptr = nullptr;
-  cudaError_t status = cudaMallocAsync(&ptr, bytes, stream);
-  if (status == cudaErrorMemoryAllocation) {
-    (void)cudaGetLastError();
-    ET_CUDA_CHECK(cudaDeviceSynchronize());  // pending frees return to the pool only in stream order
-    ET_CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
-    status = cudaMallocAsync(&ptr, bytes, stream);
-    if (status == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError();
-      MemoryInfo info;
-      ET_CUDA_CHECK(cudaMemGetInfo(&info.free, &info.total));
-      throw OutOfMemory(device_name_of(device).c_str(), bytes, info.free, info.total);
-    }
-  }
-  ET_CUDA_CHECK(status);
-  return std::shared_ptr<void>(ptr, [device](void* p) {
-    // A destructor cannot throw; at process exit the runtime may already be gone.
-    int previous = 0;
-    if (cudaGetDevice(&previous) != cudaSuccess) return (void)cudaGetLastError();
-    if (previous != device) (void)cudaSetDevice(device);
-    const cudaError_t freed = cudaFreeAsync(p, default_stream(device));
-    if (freed != cudaSuccess && freed != cudaErrorCudartUnloading)
-      std::fprintf(stderr, "et: warning: freeing %s memory failed: %s\n", device_name_of(device).c_str(),
-                   cudaGetErrorString(freed));
-    (void)cudaGetLastError();
-    if (previous != device) (void)cudaSetDevice(previous);
-  });
-}
-
 inline void enable_peer_access(int device, int peer) {
   static std::mutex mutex;
   static std::vector<char> tried;
@@ -111,6 +44,13 @@ inline std::shared_ptr<void> allocate_bytes(int device, std::size_t bytes) {
 #endif
 }
 
+/// Allocates `bytes` for a tensor on device D.
+template <class D>
+std::shared_ptr<void> allocate_on(std::size_t bytes) {
+  if constexpr (std::is_same_v<D, Pinned>) return allocate_pinned(bytes);
+  else return allocate_bytes(D::index, bytes);
+}
+
 /// Copies raw bytes between any two devices (-1: the CPU), in the order of the work
 /// already queued on both. When it returns, host destinations hold the data and host
 /// sources may be freed; device destinations are ready in their device's stream order.
@@ -125,14 +65,14 @@ inline void copy_bytes(int dst_device, void* dst, int src_device, const void* sr
 #if defined(ET_HAS_CUDA_RUNTIME)
   if (src_device < 0) {  // pageable host -> device: returns once the source has been staged
     DeviceGuard guard(dst_device);
-    ET_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, default_stream(dst_device)));
+    ET_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, current_stream_handle(dst_device)));
   } else if (dst_device < 0) {
     DeviceGuard guard(src_device);
-    ET_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, default_stream(src_device)));
-    ET_CUDA_CHECK(cudaStreamSynchronize(default_stream(src_device)));
+    ET_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, current_stream_handle(src_device)));
+    ET_CUDA_CHECK(cudaStreamSynchronize(current_stream_handle(src_device)));
   } else if (src_device == dst_device) {
     DeviceGuard guard(dst_device);
-    ET_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, default_stream(dst_device)));
+    ET_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, current_stream_handle(dst_device)));
   } else {
     enable_peer_access(dst_device, src_device);
     // The copy runs on the destination's stream after the source's pending work, and the
@@ -141,18 +81,18 @@ inline void copy_bytes(int dst_device, void* dst, int src_device, const void* sr
     {
       DeviceGuard guard(src_device);
       ET_CUDA_CHECK(cudaEventCreateWithFlags(&source_ready, cudaEventDisableTiming));
-      ET_CUDA_CHECK(cudaEventRecord(source_ready, default_stream(src_device)));
+      ET_CUDA_CHECK(cudaEventRecord(source_ready, current_stream_handle(src_device)));
     }
     {
       DeviceGuard guard(dst_device);
       ET_CUDA_CHECK(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming));
-      ET_CUDA_CHECK(cudaStreamWaitEvent(default_stream(dst_device), source_ready, 0));
-      ET_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, default_stream(dst_device)));
-      ET_CUDA_CHECK(cudaEventRecord(copied, default_stream(dst_device)));
+      ET_CUDA_CHECK(cudaStreamWaitEvent(current_stream_handle(dst_device), source_ready, 0));
+      ET_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, current_stream_handle(dst_device)));
+      ET_CUDA_CHECK(cudaEventRecord(copied, current_stream_handle(dst_device)));
     }
     {
       DeviceGuard guard(src_device);
-      ET_CUDA_CHECK(cudaStreamWaitEvent(default_stream(src_device), copied, 0));
+      ET_CUDA_CHECK(cudaStreamWaitEvent(current_stream_handle(src_device), copied, 0));
       ET_CUDA_CHECK(cudaEventDestroy(source_ready));
       ET_CUDA_CHECK(cudaEventDestroy(copied));
     }
@@ -160,6 +100,33 @@ inline void copy_bytes(int dst_device, void* dst, int src_device, const void* sr
 #else
   throw_missing_device(dst_device < 0 ? src_device : dst_device);
 #endif
+}
+
+/// Copies `bytes` from `src` on device From (in storage block `src_block`) to `dst` on device
+/// To (in `dst_block`). Blocking copies behave as copy_bytes. Between Pinned memory and a
+/// GPU the copy is queued on the GPU's current stream and the pinned block records it
+/// (pinned.hpp): a non-blocking copy returns at once, and the first host access to the
+/// pinned side waits for it; a blocking one into pinned memory waits before returning.
+template <class To, class From>
+void copy_between(const std::shared_ptr<void>& dst_block, void* dst, const std::shared_ptr<void>& src_block,
+                  const void* src, std::size_t bytes, bool blocking) {
+  if (bytes == 0) return;
+#if defined(ET_HAS_CUDA_RUNTIME)
+  if constexpr (std::is_same_v<From, Pinned> && To::is_cuda) {
+    const CudaCall call(To::index);
+    ET_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, call.stream()));
+    add_pending_copy(src_block, call.stream());  // host writes to the source wait for the copy
+    return;
+  } else if constexpr (From::is_cuda && std::is_same_v<To, Pinned>) {
+    const CudaCall call(From::index);
+    ET_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, call.stream()));
+    if (blocking) ET_CUDA_CHECK(cudaStreamSynchronize(call.stream()));
+    else add_pending_copy(dst_block, call.stream());
+    return;
+  }
+#endif
+  (void)dst_block, (void)src_block, (void)blocking;
+  copy_bytes(To::index, dst, From::index, src, bytes);
 }
 
 }  // namespace et::detail

@@ -38,8 +38,8 @@ program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_
   return make_program<R, Index>(expr, shape, materialize);
 }
 
-template <class Index, class T, int R, class E>
-void run_loop(const Tensor<T, R, Cpu>& dst, const E& expr, bool linear) {
+template <class Index, class T, int R, class D, class E>
+void run_loop(const Tensor<T, R, D>& dst, const E& expr, bool linear) {
   std::vector<std::shared_ptr<void>> buffers;
   const auto reader = build_program<Index>(expr, dst.shape(), buffers);
   const auto writer = make_writer<Index>(dst);
@@ -75,8 +75,8 @@ void run_loop(const Tensor<T, R, Cpu>& dst, const E& expr, bool linear) {
 /// anyway): one instantiation per expression rather than two halves its compile time.
 using CpuIndex = std::int64_t;
 
-template <class T, int R, class E>
-void run_elementwise(const Tensor<T, R, Cpu>& dst, const E& expr) {
+template <class T, int R, class D, class E>  // D: Cpu or Pinned
+void run_elementwise(const Tensor<T, R, D>& dst, const E& expr) {
   run_loop<CpuIndex>(dst, expr, plan_elementwise(dst, expr).linear);
 }
 

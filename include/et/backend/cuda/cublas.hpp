@@ -96,7 +96,7 @@ inline BlasContext& blas_context(int device, cudaStream_t stream) {
   auto& slot = (*contexts)[{device, reinterpret_cast<std::uintptr_t>(stream)}];
   if (!slot) {
     auto context = std::make_unique<BlasContext>();
-    // The allocator's stream is the device's default stream, the one every etensor call uses.
+    // Allocated on `stream` (the current one), the only stream the workspace is used on.
     context->workspace = allocate_bytes(device, gemm_workspace_bytes);
     context->workspace_bytes = gemm_workspace_bytes;
     ET_CUBLAS_CHECK(cublasLtCreate(&context->lt));
@@ -246,8 +246,8 @@ bool gemm(int device, const GemmProblem& p, MathMode mode, GemmEpilogue epilogue
   constexpr cudaDataType_t scale_type = std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
   const gemm_scale_t<T> alpha = 1, beta = 0;
 
-  DeviceGuard guard(device);
-  const cudaStream_t stream = default_stream(device);
+  const CudaCall call(device);
+  const cudaStream_t stream = call.stream();
   BlasContext& context = blas_context(device, stream);
   std::lock_guard lock(context.mutex);
 

@@ -2,8 +2,8 @@
 // queue work on the device's stream). Included by ops/nn.hpp when etensor found cuDNN
 // (ET_WITH_CUDNN).
 //
-//  - Handles: one cuDNN handle per (thread, device), bound to etensor's stream for the
-//    device; a cuDNN handle and its execution plans must not be used by two threads at
+//  - Handles: one cuDNN handle per (thread, device), bound on each call to the device's
+//    current stream; a cuDNN handle and its execution plans must not be used by two threads at
 //    once. A thread's handles return to a pool when it exits; handles and plans are never
 //    destroyed (destroying them at process exit would race the CUDA runtime's teardown).
 //  - Convolutions use the graph (backend) API, as PyTorch does: a one-operation graph
@@ -138,6 +138,7 @@ struct CachedPlan {
 /// One thread's cuDNN state on one device.
 struct Context {
   cudnnHandle_t handle = nullptr;
+  cudaStream_t stream = nullptr;  ///< the stream the handle is bound to now
   std::unordered_map<std::string, CachedPlan> plans;
 };
 
@@ -186,10 +187,6 @@ inline Context* acquire_context(int device) {
   DeviceGuard guard(device);
   auto context = std::make_unique<Context>();
   ET_CUDNN_CHECK(cudnnCreate(&context->handle));
-  // etensor's stream is the legacy default stream (cudaStreamLegacy); cuDNN is given 0,
-  // the same stream in cuDNN's own (not per-thread-default) code.
-  const cudaStream_t stream = default_stream(device);
-  ET_CUDNN_CHECK(cudnnSetStream(context->handle, stream == cudaStreamLegacy ? nullptr : stream));
   return context.release();
 }
 
@@ -200,7 +197,8 @@ inline void release_context(int device, Context* context) {
   pool.free[static_cast<std::size_t>(device)].push_back(context);
 }
 
-/// The calling thread's context on `device` (created on first use).
+/// The calling thread's context on `device` (created on first use), its handle bound to
+/// the device's current stream.
 inline Context& context(int device) {
   struct Lease {
     std::vector<Context*> by_device;
@@ -214,6 +212,11 @@ inline Context& context(int device) {
     lease.by_device.resize(static_cast<std::size_t>(device) + 1, nullptr);
   Context*& slot = lease.by_device[static_cast<std::size_t>(device)];
   if (!slot) slot = acquire_context(device);
+  const cudaStream_t stream = current_stream_handle(device);
+  if (slot->stream != stream) {
+    ET_CUDNN_CHECK(cudnnSetStream(slot->handle, stream));
+    slot->stream = stream;
+  }
   return *slot;
 }
 
@@ -360,7 +363,7 @@ inline float time_plan(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, cons
     (void)cudaGetLastError();
     return -1;
   }
-  const cudaStream_t stream = default_stream(device);
+  const cudaStream_t stream = current_stream_handle(device);
   cudaEvent_t start{}, stop{};
   ET_CUDA_CHECK(cudaEventCreate(&start));
   ET_CUDA_CHECK(cudaEventCreate(&stop));

@@ -50,6 +50,19 @@ bool vector_aligned(const Tensor<T, R, D>& dst, const E& expr) {
 
 /// Grid size for `work` units of one thread each (up to the grid limit): plenty of
 /// resident blocks hide memory latency behind other blocks' arithmetic.
+/// Notes every tensor a launch reads or writes as used on the current stream, so that the
+/// allocator orders their frees after it (runtime/allocator.hpp). Nothing to do while only
+/// default streams were ever current.
+template <class... Operands>
+void note_expression_uses(const Operands&... operands) {
+  if (!several_streams().load(std::memory_order_relaxed)) return;
+  (for_each_leaf(operands,
+                 [](const auto& leaf) {
+                   if constexpr (is_tensor_v<std::remove_cvref_t<decltype(leaf)>>) note_stream_use(leaf.storage());
+                 }),
+   ...);
+}
+
 inline int grid_for(std::int64_t work) {
   return static_cast<int>(std::clamp<std::int64_t>((work + block_threads - 1) / block_threads, 1,
                                                    std::numeric_limits<std::int32_t>::max()));
@@ -82,8 +95,9 @@ program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_
 template <int I, class T, int R, class E>
 void run_elementwise(const Tensor<T, R, Cuda<I>>& dst, const E& expr) {
   const ElementwisePlan plan = plan_elementwise(dst, expr);
-  DeviceGuard guard(I);
-  const cudaStream_t stream = default_stream(I);
+  const CudaCall call(I);
+  const cudaStream_t stream = call.stream();
+  note_expression_uses(dst, expr);
   const std::int64_t n = dst.numel();
   std::vector<std::shared_ptr<void>> buffers;
   // The kernel arguments are deliberately NOT const: with `const auto program = ...`,

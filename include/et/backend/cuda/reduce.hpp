@@ -44,8 +44,9 @@ void reduce_all(const E& expr, Out* out) {
   constexpr int V = read_vector_width<E>;
   const auto shape = expr.shape();
   const ElementwisePlan plan = plan_reads(shape, expr);
-  DeviceGuard guard(Device);
-  const cudaStream_t stream = default_stream(Device);
+  const CudaCall call(Device);
+  const cudaStream_t stream = call.stream();
+  note_expression_uses(expr);
   const std::int64_t n = checked_numel(shape);
   // Enough resident blocks to fill every SM twice over; each thread then streams.
   const std::int64_t wanted = (n + std::int64_t{reduce_threads} * V - 1) / (std::int64_t{reduce_threads} * V);
@@ -72,8 +73,9 @@ void reduce_axis(const E& expr, const AxisProblem& problem, Out* out) {
   constexpr int V = read_vector_width<E>;
   const auto shape = expr.shape();
   const ElementwisePlan plan = plan_reads(shape, expr);
-  DeviceGuard guard(Device);
-  const cudaStream_t stream = default_stream(Device);
+  const CudaCall call(Device);
+  const cudaStream_t stream = call.stream();
+  note_expression_uses(expr);
   const std::int64_t outputs = problem.outer * problem.inner;
   const int sms = device_properties(Device).multiprocessors;
   with_index_type(fits_int32(plan.max_index), [&](auto index_tag) {
