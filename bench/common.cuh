@@ -16,6 +16,10 @@
 
 namespace bench {
 
+/// The stream etensor queues on (its device's current stream): hand kernels, copies and
+/// timing events go there too, so that they are ordered with etensor's work.
+inline cudaStream_t stream() { return et::current_stream(et::cuda<0>).native(); }
+
 inline constexpr int block_threads = 256;
 
 /// Median microseconds per call over `reps` event-timed batches of `iters` back-to-back
@@ -25,9 +29,9 @@ double timed_median_us(Launch& launch, int reps, int iters) {
   std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(reps));
   for (auto& e : events) ET_CUDA_CHECK(cudaEventCreate(&e));
   for (int r = 0; r < reps; ++r) {
-    ET_CUDA_CHECK(cudaEventRecord(events[2 * r], cudaStreamLegacy));
+    ET_CUDA_CHECK(cudaEventRecord(events[2 * r], bench::stream()));
     for (int i = 0; i < iters; ++i) launch();
-    ET_CUDA_CHECK(cudaEventRecord(events[2 * r + 1], cudaStreamLegacy));
+    ET_CUDA_CHECK(cudaEventRecord(events[2 * r + 1], bench::stream()));
   }
   ET_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<double> times;
@@ -105,7 +109,7 @@ inline Comparison compare_on_device(const float* got, const float* want, std::in
   ET_CUDA_CHECK(cudaMalloc(&non_finite, sizeof(unsigned long long)));
   ET_CUDA_CHECK(cudaMemset(worst_bits, 0, sizeof(unsigned)));
   ET_CUDA_CHECK(cudaMemset(non_finite, 0, sizeof(unsigned long long)));
-  compare_kernel<<<et::device_properties(0).multiprocessors * 8, block_threads, 0, cudaStreamLegacy>>>(
+  compare_kernel<<<et::device_properties(0).multiprocessors * 8, block_threads, 0, bench::stream()>>>(
       got, want, n, worst_bits, non_finite);
   ET_CUDA_CHECK(cudaGetLastError());
   unsigned bits = 0;
@@ -145,7 +149,7 @@ template <class F>
 void launch_hand_ternary(const float* x, const float* y, const float* w, float* z, std::int64_t n) {
   const std::int64_t threads = n / 4 + 1;
   const auto blocks = static_cast<unsigned>((threads + block_threads - 1) / block_threads);
-  hand_ternary<F><<<blocks, block_threads, 0, cudaStreamLegacy>>>(x, y, w, z, n);
+  hand_ternary<F><<<blocks, block_threads, 0, bench::stream()>>>(x, y, w, z, n);
 }
 
 /// A hand kernel's result z against F::reference (double precision, on the host) on the

@@ -38,9 +38,9 @@ double median_us_per_call(const std::function<void()>& work, int reps, int iters
   for (int i = 0; i < 3; ++i) work();
   std::vector<double> times;
   for (int rep = 0; rep < reps; ++rep) {
-    ET_CUDA_CHECK(cudaEventRecord(start, cudaStreamLegacy));
+    ET_CUDA_CHECK(cudaEventRecord(start, et::current_stream(et::cuda<0>).native()));
     for (int i = 0; i < iters; ++i) work();
-    ET_CUDA_CHECK(cudaEventRecord(stop, cudaStreamLegacy));
+    ET_CUDA_CHECK(cudaEventRecord(stop, et::current_stream(et::cuda<0>).native()));
     ET_CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
     ET_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));

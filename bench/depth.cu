@@ -104,8 +104,8 @@ int run(const std::string& json_path, int reps, int max_log2) {
     Vector out = et::empty<float>(et::cuda<0>, {n});
     Vector hand = et::empty<float>(et::cuda<0>, {n});
     const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
-    ET_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xff, bytes, cudaStreamLegacy));  // NaN: a skipped element fails
-    ET_CUDA_CHECK(cudaMemsetAsync(hand.data(), 0xff, bytes, cudaStreamLegacy));
+    ET_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xff, bytes, bench::stream()));  // NaN: a skipped element fails
+    ET_CUDA_CHECK(cudaMemsetAsync(hand.data(), 0xff, bytes, bench::stream()));
 
     auto launch_hand = [&] {
       bench::launch_hand_ternary<Depth6>(x.data(), a.data(), b.data(), hand.data(), n);

@@ -91,7 +91,7 @@ int run(const std::string& json_path, int reps) {
   ET_CUDA_CHECK(cudaMalloc(&copy_dst, copy_bytes));
   ET_CUDA_CHECK(cudaMemset(copy_src, 0x3c, copy_bytes));
   const double copy_us = median_us(
-      [&] { ET_CUDA_CHECK(cudaMemcpyAsync(copy_dst, copy_src, copy_bytes, cudaMemcpyDeviceToDevice, cudaStreamLegacy)); },
+      [&] { ET_CUDA_CHECK(cudaMemcpyAsync(copy_dst, copy_src, copy_bytes, cudaMemcpyDeviceToDevice, bench::stream())); },
       3, reps);
   const double copy_gbps = gigabytes_per_second(2.0 * static_cast<double>(copy_bytes), copy_us);
   ET_CUDA_CHECK(cudaFree(copy_src));
@@ -125,8 +125,8 @@ int run(const std::string& json_path, int reps) {
     row.elements = n;
 
     // Poison both outputs first: an element either kernel skipped stays NaN and fails.
-    ET_CUDA_CHECK(cudaMemsetAsync(z.data(), 0xff, static_cast<std::size_t>(n) * sizeof(float), cudaStreamLegacy));
-    ET_CUDA_CHECK(cudaMemsetAsync(hand, 0xff, static_cast<std::size_t>(n) * sizeof(float), cudaStreamLegacy));
+    ET_CUDA_CHECK(cudaMemsetAsync(z.data(), 0xff, static_cast<std::size_t>(n) * sizeof(float), bench::stream()));
+    ET_CUDA_CHECK(cudaMemsetAsync(hand, 0xff, static_cast<std::size_t>(n) * sizeof(float), bench::stream()));
     launch_hand_chain(x.data(), y.data(), w.data(), hand, n);
     z = chain(x, y, w);
     row.etensor_vs_hand = compare_on_device(z.data(), hand, n);

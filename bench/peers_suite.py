@@ -261,6 +261,20 @@ class Runner:
                 torch.add(y, x, alpha=0.5, out=x)
         self.measure("launch-bound", size, n, "torch eager", eager, lambda: x, want, per=count,
                      note="torch.add(y, x, alpha=0.5, out=x): one kernel per expression")
+        # The same span as a CUDA graph (torch.cuda.CUDAGraph), the peer of et::capture.
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                eager()  # warm-up on the side stream, as PyTorch's docs ask before a capture
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                eager()
+            self.measure("launch-bound graph", size, n, "torch eager", graph.replay, lambda: x, want, per=count,
+                         note="torch.cuda.CUDAGraph of the eager span, replayed")
+        except Exception as e:  # noqa: BLE001 - the graph peer is optional
+            print(f"launch-bound graph torch eager: unavailable ({type(e).__name__}: {e})", flush=True)
         f = self.compile("launch-bound", lambda a, b: a * 0.5 + b)
         out = {}
 

@@ -29,9 +29,9 @@ double median_us(const std::function<void()>& work, int reps) {
   for (int i = 0; i < 3; ++i) work();  // warm-up: pool growth, module load
   std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
-    ET_CUDA_CHECK(cudaEventRecord(start, cudaStreamLegacy));
+    ET_CUDA_CHECK(cudaEventRecord(start, et::current_stream(et::cuda<0>).native()));
     work();
-    ET_CUDA_CHECK(cudaEventRecord(stop, cudaStreamLegacy));
+    ET_CUDA_CHECK(cudaEventRecord(stop, et::current_stream(et::cuda<0>).native()));
     ET_CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
     ET_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   auto source = et::empty<float>(et::cuda<0>, {static_cast<std::int64_t>(copy_bytes / 4)});
   auto target = et::empty<float>(et::cuda<0>, {static_cast<std::int64_t>(copy_bytes / 4)});
   const double copy_us = median_us(
-      [&] { ET_CUDA_CHECK(cudaMemcpyAsync(target.data(), source.data(), copy_bytes, cudaMemcpyDeviceToDevice, cudaStreamLegacy)); },
+      [&] { ET_CUDA_CHECK(cudaMemcpyAsync(target.data(), source.data(), copy_bytes, cudaMemcpyDeviceToDevice, et::current_stream(et::cuda<0>).native())); },
       reps);
   const double copy_gbps = 2.0 * copy_bytes / copy_us / 1e3;
   std::printf("device-to-device copy of 1 GiB: %.1f us, %.1f GB/s (bytes read + written)\n\n", copy_us, copy_gbps);

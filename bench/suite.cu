@@ -131,7 +131,7 @@ class Suite {
                 static_cast<double>(device.l2_cache_bytes) / (1 << 20),
                 static_cast<double>(device.total_memory) / (1 << 30));
     measure_copy();
-    launch_floor_us_ = median_us([] { empty_kernel<<<1, 1, 0, cudaStreamLegacy>>>(); }, 3, reps_);
+    launch_floor_us_ = median_us([] { empty_kernel<<<1, 1, 0, bench::stream()>>>(); }, 3, reps_);
     std::printf("empty kernel launch (event pair around one launch): %.2f us\n\n", launch_floor_us_);
 
     const std::int64_t largest = sizes_.back();
@@ -158,7 +158,7 @@ class Suite {
     ET_CUDA_CHECK(cudaMalloc(&target, bytes));
     ET_CUDA_CHECK(cudaMemset(source, 0x3c, bytes));
     copy_us_ = median_us(
-        [&] { ET_CUDA_CHECK(cudaMemcpyAsync(target, source, bytes, cudaMemcpyDeviceToDevice, cudaStreamLegacy)); }, 3,
+        [&] { ET_CUDA_CHECK(cudaMemcpyAsync(target, source, bytes, cudaMemcpyDeviceToDevice, bench::stream())); }, 3,
         reps_);
     copy_gbps_ = 2.0 * static_cast<double>(bytes) / (copy_us_ * 1e-6) / 1e9;
     ET_CUDA_CHECK(cudaFree(source));
@@ -180,14 +180,14 @@ class Suite {
 
   /// Fills the first n outputs with NaN: an element a kernel skips then fails the check.
   static void poison(const Vector& t, std::int64_t n) {
-    ET_CUDA_CHECK(cudaMemsetAsync(t.data(), 0xff, static_cast<std::size_t>(n) * sizeof(float), cudaStreamLegacy));
+    ET_CUDA_CHECK(cudaMemsetAsync(t.data(), 0xff, static_cast<std::size_t>(n) * sizeof(float), bench::stream()));
   }
 
   void axpy(std::int64_t n) {
     const Vector x = prefix(x_, n), y = prefix(y_, n);
     Vector z = prefix(z_, n);
     poison(z_, n);
-    reference_axpy<<<blocks_for(n), block_threads, 0, cudaStreamLegacy>>>(x.data(), y.data(), reference_.data(), n);
+    reference_axpy<<<blocks_for(n), block_threads, 0, bench::stream()>>>(x.data(), y.data(), reference_.data(), n);
     ET_CUDA_CHECK(cudaGetLastError());
     z = axpy_a * x + y;
     Row row{"axpy", power_label(n), n, 12.0 * static_cast<double>(n)};
@@ -229,7 +229,7 @@ class Suite {
     const Vector b = prefix(w_, side);
     Matrix z = square(z_, side);
     poison(z_, n);
-    reference_bias_add<<<blocks_for(n), block_threads, 0, cudaStreamLegacy>>>(m.data(), b.data(), reference_.data(),
+    reference_bias_add<<<blocks_for(n), block_threads, 0, bench::stream()>>>(m.data(), b.data(), reference_.data(),
                                                                               side);
     ET_CUDA_CHECK(cudaGetLastError());
     z = m + b;
@@ -246,7 +246,7 @@ class Suite {
     const Matrix x = square(x_, side), y = square(y_, side);
     Matrix z = square(z_, side);
     poison(z_, n);
-    reference_transpose_add<<<blocks_for(n), block_threads, 0, cudaStreamLegacy>>>(x.data(), y.data(),
+    reference_transpose_add<<<blocks_for(n), block_threads, 0, bench::stream()>>>(x.data(), y.data(),
                                                                                    reference_.data(), side);
     ET_CUDA_CHECK(cudaGetLastError());
     z = x.transpose(0, 1) + y;
@@ -298,41 +298,69 @@ class Suite {
     Vector x = et::empty<float>(et::cuda<0>, {n});
     Vector hand = et::empty<float>(et::cuda<0>, {n});
     auto reset = [&] {
-      ET_CUDA_CHECK(cudaMemcpyAsync(x.data(), start.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, cudaStreamLegacy));
+      ET_CUDA_CHECK(cudaMemcpyAsync(x.data(), start.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, bench::stream()));
       ET_CUDA_CHECK(cudaMemcpyAsync(hand.data(), start.data(), n * sizeof(float), cudaMemcpyDeviceToDevice,
-                                    cudaStreamLegacy));
+                                    bench::stream()));
     };
     auto run_etensor = [&] {
       for (int e = 0; e < expressions; ++e) x = x * 0.5f + y;
     };
     auto run_hand = [&] {
       for (int e = 0; e < expressions; ++e)
-        hand_halve_add<<<blocks_for(n / 4), block_threads, 0, cudaStreamLegacy>>>(hand.data(), y.data(), n);
+        hand_halve_add<<<blocks_for(n / 4), block_threads, 0, bench::stream()>>>(hand.data(), y.data(), n);
       ET_CUDA_CHECK(cudaGetLastError());
     };
     // The check: one span from the same start, against the recurrence on the host.
-    reset();
-    run_etensor();
-    run_hand();
-    const std::vector<float> got = x.to_vector(), by_hand = hand.to_vector(), ys = y.to_vector();
+    const std::vector<float> ys = y.to_vector();
     std::vector<float> want = start.to_vector();
     for (int e = 0; e < expressions; ++e)
       for (std::size_t i = 0; i < want.size(); ++i) want[i] = want[i] * 0.5f + ys[i];
-    Check check;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      for (const float value : {got[i], by_hand[i]}) {
-        if (!std::isfinite(value)) ++check.non_finite;
-        else check.max_error = std::max(check.max_error, std::fabs(double(value) - want[i]) / std::max(std::fabs(double(want[i])), 1.0));
+    auto check_span = [&] {
+      const std::vector<float> got = x.to_vector(), by_hand = hand.to_vector();
+      Check check;
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        for (const float value : {got[i], by_hand[i]}) {
+          if (!std::isfinite(value)) ++check.non_finite;
+          else check.max_error = std::max(check.max_error, std::fabs(double(value) - want[i]) / std::max(std::fabs(double(want[i])), 1.0));
+        }
       }
-    }
+      return check;
+    };
+    reset();
+    run_etensor();
+    run_hand();
     const int spans = std::max(5, reps_ / 4);
     Row row{"launch-bound", std::to_string(expressions) + " x 2^10", n, 12.0 * static_cast<double>(n)};
-    row.check = check;
+    row.check = check_span();
     row.etensor_us = median_us(run_etensor, 1, spans) / expressions;
     row.limit_us = median_us(run_hand, 1, spans) / expressions;
     row.limit_kind = "hand kernel launches";
     row.note = "microseconds per dependent expression x = x * 0.5f + y on 1024 floats";
     add(row);
+
+    // The same span captured once as a CUDA graph (et::capture) and replayed, beside the
+    // hand kernels captured the same way: the graph saves the launch path.
+    const auto stream = et::current_stream(et::cuda<0>);
+    const auto graph = et::capture(stream, run_etensor);
+    cudaGraph_t hand_graph{};
+    cudaGraphExec_t hand_exec{};
+    ET_CUDA_CHECK(cudaStreamBeginCapture(stream.native(), cudaStreamCaptureModeThreadLocal));
+    run_hand();
+    ET_CUDA_CHECK(cudaStreamEndCapture(stream.native(), &hand_graph));
+    ET_CUDA_CHECK(cudaGraphInstantiate(&hand_exec, hand_graph, 0));
+    auto replay_hand = [&] { ET_CUDA_CHECK(cudaGraphLaunch(hand_exec, stream.native())); };
+    reset();
+    graph.replay();
+    replay_hand();
+    Row replayed{"launch-bound graph", std::to_string(expressions) + " x 2^10", n, 12.0 * static_cast<double>(n)};
+    replayed.check = check_span();
+    replayed.etensor_us = median_us([&] { graph.replay(); }, 1, spans) / expressions;
+    replayed.limit_us = median_us(replay_hand, 1, spans) / expressions;
+    replayed.limit_kind = "hand kernels, graph";
+    replayed.note = "the launch-bound span captured once with et::capture and replayed; per expression";
+    add(replayed);
+    ET_CUDA_CHECK(cudaGraphExecDestroy(hand_exec));
+    ET_CUDA_CHECK(cudaGraphDestroy(hand_graph));
   }
 
   void add(const Row& row) {
