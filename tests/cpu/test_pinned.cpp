@@ -45,6 +45,17 @@ TEST_CASE("Pinned is a host device named cpu:pinned whose expressions evaluate o
   CHECK(view.to_vector()[3] == values[31]);
 }
 
+TEST_CASE("matrix products read pinned operands as the CPU's", "[pinned][matmul]") {
+  const auto a = et::randn<double>(et::cpu, {17, 9}, 4), b = et::randn<double>(et::cpu, {9, 5}, 5);
+  const auto pa = a.pin(), pb = b.pin();
+  const et::Tensor<double, 2, et::Cpu> want = et::matmul(a, b);
+  const et::Tensor<double, 2, et::Cpu> both = et::matmul(pa, pb);
+  const et::Tensor<double, 2, et::Cpu> mixed = et::matmul(pa, b) * 2.0;
+  CHECK(both.to_vector() == want.to_vector());
+  const auto w = want.to_vector(), m = mixed.to_vector();
+  for (std::size_t i = 0; i < w.size(); ++i) REQUIRE(m[i] == 2.0 * w[i]);
+}
+
 TEST_CASE("memory_stats(pinned) counts pinned blocks apart from the CPU's", "[pinned][allocator]") {
   const et::MemoryStats pinned_before = et::memory_stats(et::pinned), cpu_before = et::memory_stats(et::cpu);
   {

@@ -16,11 +16,13 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace test {
@@ -49,7 +51,22 @@ struct Launches {
   std::vector<std::string> kernel_names;  ///< mangled names, in completion order
   std::size_t memsets = 0;                ///< cudaMemset* operations (not kernels)
   std::size_t memcpys = 0;                ///< copies (not kernels)
+  /// Per kernel: the id of the CUDA graph it ran in (0: launched on its own) and the
+  /// correlation id of the API call that launched it (one cudaGraphLaunch for a whole replay).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> kernel_origins;
   std::size_t kernels() const { return kernel_names.size(); }
+  /// Graph launches whose kernels ran: distinct launching calls among the kernels of graphs.
+  std::size_t graph_launches() const {
+    std::vector<std::uint32_t> calls;
+    for (const auto& [graph, call] : kernel_origins)
+      if (graph != 0 && std::find(calls.begin(), calls.end(), call) == calls.end()) calls.push_back(call);
+    return calls.size();
+  }
+  /// Kernels launched on their own, not by a graph.
+  std::size_t kernels_outside_graphs() const {
+    return static_cast<std::size_t>(
+        std::count_if(kernel_origins.begin(), kernel_origins.end(), [](const auto& o) { return o.first == 0; }));
+  }
 };
 
 namespace cupti_detail {
@@ -99,6 +116,7 @@ inline void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream_id
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
           const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
           state.launches.kernel_names.emplace_back(kernel->name ? kernel->name : "<unnamed kernel>");
+          state.launches.kernel_origins.emplace_back(kernel->graphId, kernel->correlationId);
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: ++state.launches.memsets; break;

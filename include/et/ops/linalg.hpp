@@ -169,11 +169,20 @@ Tensor<T, R, D> blas_operand(const Tensor<T, R, D>& t) {
   return t.contiguous();
 }
 
-/// A matmul operand as a tensor: tensors as they are, other expressions evaluated.
+/// A matmul operand as a tensor: tensors as they are (Pinned ones as Cpu handles on the
+/// same storage, after their pending copies: pinned memory computes as the CPU), other
+/// expressions evaluated.
 template <class X>
 auto materialize(const X& x) {
-  if constexpr (is_tensor_v<X>) return x;
-  else return eval(x);
+  if constexpr (is_tensor_v<X> && std::is_same_v<typename X::device_type, Pinned>) {
+    using Host = Tensor<typename X::value_type, X::rank, Cpu>;
+    (void)x.data();  // waits for copies still using the storage
+    return Host(x.storage(), x.offset(), x.shape(), x.strides());
+  } else if constexpr (is_tensor_v<X>) {
+    return x;
+  } else {
+    return eval(x);
+  }
 }
 
 /// The problem out = a @ b for operands and result that have BLAS layouts (matrix_view).

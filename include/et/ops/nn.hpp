@@ -231,9 +231,11 @@ Tensor<TX, 4, DX> conv2d_impl(const Tensor<TX, RX, DX>& x, const Tensor<TW, RW, 
   static_assert(RX == 4 && RW == 4,
                 "et: conv2d needs a rank-4 input and weight: [N, C, H, W] and [K, C/groups, R, S], or with Layout::nhwc [N, H, W, C] and [K, R, S, C/groups]");
   static_assert(RB == 1, "et: conv2d's bias is a rank-1 tensor of the output channels, [K]");
+  constexpr bool no_pinned = !std::is_same_v<DX, Pinned> && !std::is_same_v<DW, Pinned> && !std::is_same_v<DB, Pinned>;
+  static_assert(no_pinned, "et: conv2d takes Cpu or CUDA tensors; a Pinned tensor is a staging buffer: use p.to(et::cpu) or copy it to the GPU");
   using D = common_device_t<DX, DW, DB>;
   constexpr bool one_device = std::is_same_v<DX, DW> && std::is_same_v<DX, DB>;
-  if constexpr (RX == 4 && RW == 4 && RB == 1 && one_device && check_nn_elements<TX, TW, TB>()) {
+  if constexpr (RX == 4 && RW == 4 && RB == 1 && one_device && no_pinned && check_nn_elements<TX, TW, TB>()) {
     const ConvGeometry g = conv_geometry("conv2d", x.shape(), w.shape(), options);
     if (bias != nullptr && bias->shape() != Shape<1>{g.k})
       throw ShapeError("et: conv2d: bias must have shape [" + std::to_string(g.k) + "] (one value per output channel), got " +
@@ -267,7 +269,9 @@ Tensor<TX, 4, DX> conv2d_impl(const Tensor<TX, RX, DX>& x, const Tensor<TW, RW, 
 template <class T, int R, class D>
 Tensor<T, 4, D> pool2d_impl(const char* operation, const Tensor<T, R, D>& x, const Pool2dOptions& options, bool max) {
   static_assert(R == 4, "et: pooling needs a rank-4 input: [N, C, H, W], or with Layout::nhwc [N, H, W, C]");
-  if constexpr (R == 4 && check_nn_elements<T>()) {
+  static_assert(!std::is_same_v<D, Pinned>,
+                "et: pooling takes Cpu or CUDA tensors; a Pinned tensor is a staging buffer: use p.to(et::cpu) or copy it to the GPU");
+  if constexpr (R == 4 && !std::is_same_v<D, Pinned> && check_nn_elements<T>()) {
     const PoolGeometry g = pool_geometry(operation, x.shape(), options);
     auto y = Tensor<T, 4, D>::allocate(g.output_shape());
     if (y.numel() == 0) return y;
