@@ -281,3 +281,34 @@ TEST_CASE("two GPUs: peer copies are exact and ordered after work on user stream
   const et::MemoryStats one = et::memory_stats(et::cuda<1>);
   CHECK(one.allocated > 0);
 }
+
+TEST_CASE("two GPUs driven by one host thread each: allocator, cuBLASLt and cuDNN caches under contention",
+          "[multi-gpu][threads]") {
+  REQUIRE(et::device_count() >= 2);  // run only where gpu-check saw two GPUs
+  std::atomic<int> wrong{0};
+  auto drive = [&wrong](auto dev, std::uint64_t seed) {
+    const auto a = et::randn<float>(dev, {96, 64}, seed), b = et::randn<float>(dev, {64, 48}, seed + 1);
+    const auto ha = a.to_vector(), hb = b.to_vector();
+    const auto image = et::ones<float>(dev, {2, 3, 8, 8}), filter = et::ones<float>(dev, {4, 3, 3, 3});
+    for (int r = 0; r < 60; ++r) {
+      const auto scratch = et::full<float>(dev, {(r % 7 + 1) * 100000}, 1.0f);  // allocations of varying size
+      if (et::sum(scratch).item() != float(scratch.numel())) ++wrong;  // exact: below 2^24
+      if (r % 10 == 0) {
+        const auto product = et::eval(et::matmul(a, b) * 2.0f).to_vector();
+        for (int i = 0; i < 96; i += 19)
+          for (int j = 0; j < 48; j += 7) {
+            double want = 0;
+            for (int k = 0; k < 64; ++k) want += double(ha[i * 64 + k]) * hb[k * 48 + j];
+            if (!test::close(product[i * 48 + j], 2 * want, 1e-3)) ++wrong;
+          }
+        if (et::sum(et::conv2d(image, filter, {.padding = {1, 1}})).item() != 2 * 4 * (36 * 27 + 24 * 18 + 4 * 12))
+          ++wrong;
+      }
+    }
+  };
+  std::thread first([&] { drive(et::cuda<0>, 10); });
+  std::thread second([&] { drive(et::cuda<1>, 20); });
+  first.join();
+  second.join();
+  CHECK(wrong == 0);
+}
