@@ -51,7 +51,8 @@ std::array<std::int64_t, R> contiguous_strides(const std::array<std::int64_t, R>
   std::int64_t step = 1;
   for (std::size_t d = R; d-- > 0;) {
     strides[d] = step;
-    step *= shape[d] > 0 ? shape[d] : 1;
+    if (d > 0 && __builtin_mul_overflow(step, shape[d] > 0 ? shape[d] : 1, &step))
+      throw ShapeError("et: the strides of shape " + format_shape(shape) + " do not fit in 64 bits");
   }
   return strides;
 }
@@ -112,11 +113,14 @@ std::int64_t max_offset(const std::array<std::int64_t, R>& shape, const std::arr
 }
 
 /// Normalizes a possibly negative axis; throws ShapeError naming the rank.
-inline int normalize_axis(int axis, int rank) {
+/// `operation` and `shape`, when given, name the call and its operand in the message.
+inline int normalize_axis(int axis, int rank, const char* operation = nullptr, const std::string& shape = {}) {
   const int normalized = axis < 0 ? axis + rank : axis;
   if (normalized < 0 || normalized >= rank)
-    throw ShapeError("et: axis " + std::to_string(axis) + " is out of range for a tensor of rank " +
-                     std::to_string(rank));
+    throw ShapeError("et: " + (operation ? std::string(operation) + ": " : std::string()) + "axis " +
+                     std::to_string(axis) + " is out of range for " +
+                     (shape.empty() ? std::string("a tensor") : "shape " + shape) + " of rank " + std::to_string(rank) +
+                     " (axes " + std::to_string(-rank) + " to " + std::to_string(rank - 1) + ")");
   return normalized;
 }
 

@@ -3,10 +3,13 @@
 // (as in PyTorch); clone() copies the data.
 #pragma once
 
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "et/device.hpp"
@@ -23,6 +26,30 @@ template <Element T, int Rank, Device D>
 class Tensor;
 
 namespace detail {
+/// `value` as T. For an integer T, throws et::Error when T cannot hold it: NaN, infinities
+/// and out-of-range values would otherwise convert with undefined behaviour.
+template <class T, class S>
+T scalar_as(S value, const char* what) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<S, bool>) {
+    static_assert(std::is_signed_v<T>, "et: integer tensors are signed");
+    bool fits = true;
+    if constexpr (std::is_floating_point_v<S>) {
+      const S low = static_cast<S>(std::numeric_limits<T>::min());  // -2^(bits-1), exact
+      fits = value >= low && value < -low;                           // false for NaN
+    } else if constexpr (std::is_integral_v<S>) {
+      fits = std::in_range<T>(value);
+    }
+    if (!fits) {
+      char text[160];
+      std::snprintf(text, sizeof text, "%.17g does not fit a %d-bit integer tensor (range %lld to %lld)",
+                    static_cast<double>(value), int(sizeof(T) * 8), static_cast<long long>(std::numeric_limits<T>::min()),
+                    static_cast<long long>(std::numeric_limits<T>::max()));
+      throw Error(std::string("et: ") + what + ": " + text);
+    }
+  }
+  return static_cast<T>(value);
+}
+
 // Defined in expr/assign.hpp: evaluates `expr` into `dst` (one kernel or one loop).
 template <class T, int Rank, class D, class E>
 void assign(Tensor<T, Rank, D>& dst, const E& expr);
@@ -78,15 +105,18 @@ class Tensor : public detail::ExprTag {
     detail::assign(*this, expr);
     return *this;
   }
-  /// Fills every element with a scalar.
+  /// Fills every element with a scalar. Throws et::Error for an undefined tensor (it has
+  /// no shape to fill) and for a value an integer tensor cannot hold.
   template <Scalar S>
   Tensor& operator=(S value) & {
-    detail::assign(*this, detail::ScalarExpr<T>(static_cast<T>(value)));
+    require_defined("assigning a scalar");
+    detail::assign(*this, detail::ScalarExpr<T>(detail::scalar_as<T>(value, "assigning a scalar")));
     return *this;
   }
   template <Scalar S>
   Tensor& operator=(S value) && {
-    detail::assign(*this, detail::ScalarExpr<T>(static_cast<T>(value)));
+    require_defined("assigning a scalar");
+    detail::assign(*this, detail::ScalarExpr<T>(detail::scalar_as<T>(value, "assigning a scalar")));
     return *this;
   }
 
@@ -94,6 +124,7 @@ class Tensor : public detail::ExprTag {
   template <Expression E>
   Tensor& copy_(const E& src) {
     [[maybe_unused]] detail::same_devices<D, typename E::device_type> check;
+    require_defined("copy_()");
     detail::assign(*this, src);
     return *this;
   }

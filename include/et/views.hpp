@@ -291,6 +291,7 @@ StridedLayout<N> expand_layout(const StridedLayout<R>& from, const std::array<st
     out.shape[t] = extent;
     out.strides[t] = stride;
   }
+  (void)checked_numel(out.shape);  // a view must still be countable: numel() is int64
   return out;
 }
 

@@ -52,6 +52,7 @@ TEST_CASE("host allocation failure is et::OutOfMemory with the sizes", "[creatio
     CHECK(oom.total_bytes() > 0);
     CHECK(oom.free_bytes() <= oom.total_bytes());
     CHECK_THAT(std::string(oom.what()), Contains("et: out of memory on cpu: tried to allocate 4.00 PiB"));
+    CHECK_THAT(std::string(oom.what()), Contains("the host allocator refused it") && !Contains("retried"));
   }
   // The process goes on.
   CHECK(et::ones<float>(et::cpu, {3}).to_vector() == std::vector<float>{1, 1, 1});

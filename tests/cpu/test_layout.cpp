@@ -67,7 +67,7 @@ TEST_CASE("axes are normalized or rejected", "[layout]") {
   CHECK(et::detail::normalize_axis(-1, 3) == 2);
   CHECK(et::detail::normalize_axis(0, 3) == 0);
   CHECK_THROWS_MATCHES(et::detail::normalize_axis(3, 3), et::ShapeError,
-                       Catch::Matchers::Message("et: axis 3 is out of range for a tensor of rank 3"));
+                       Catch::Matchers::Message("et: axis 3 is out of range for a tensor of rank 3 (axes -3 to 2)"));
   CHECK_THROWS_AS(et::detail::normalize_axis(-4, 3), et::ShapeError);
   const auto t = et::zeros<float>(et::cpu, {2, 5});
   CHECK(t.size(-1) == 5);

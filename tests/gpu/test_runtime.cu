@@ -260,18 +260,15 @@ TEST_CASE("item() and to_vector()", "[runtime]") {
 
 TEST_CASE("a CUDA device past device_count() is an et::Error naming it", "[runtime][errors]") {
   const int count = et::device_count();
-  if (count >= 8) {
-    WARN("not exercised: this process sees " << count << " CUDA devices, so cuda:7 exists");
-    return;
-  }
+  REQUIRE(count < 63);  // cuda:63 is the last index etensor supports; no machine has that many GPUs
   const std::string sees = "sees " + std::to_string(count) + " CUDA device";
-  CHECK_THROWS_WITH(et::zeros<float>(et::cuda<7>, {4}), Contains("cuda:7") && Contains(sees));
-  CHECK_THROWS_AS(et::empty<double>(et::cuda<7>, {4}), et::Error);
+  CHECK_THROWS_WITH(et::zeros<float>(et::cuda<63>, {4}), Contains("cuda:63") && Contains(sees));
+  CHECK_THROWS_AS(et::empty<double>(et::cuda<63>, {4}), et::Error);
   const auto x = et::ones<float>(et::cuda<0>, {4});
-  CHECK_THROWS_WITH(x.to(et::cuda<7>), Contains("cuda:7") && Contains(sees));
-  CHECK_THROWS_WITH(et::memory_info(et::cuda<7>), Contains("cuda:7"));
-  CHECK_THROWS_WITH(et::synchronize(et::cuda<7>), Contains("cuda:7"));
-  CHECK_THROWS_WITH(et::device_properties(7), Contains("cuda:7"));
+  CHECK_THROWS_WITH(x.to(et::cuda<63>), Contains("cuda:63") && Contains(sees));
+  CHECK_THROWS_WITH(et::memory_info(et::cuda<63>), Contains("cuda:63"));
+  CHECK_THROWS_WITH(et::synchronize(et::cuda<63>), Contains("cuda:63"));
+  CHECK_THROWS_WITH(et::device_properties(63), Contains("cuda:63"));
   CHECK(x.to_vector() == std::vector<float>(4, 1.0f));  // and device 0 still works
 }
 

@@ -176,9 +176,20 @@ class GeneratorExpr : public ExprTag {
   Shape<Rank> shape_;
 };
 
+/// Throws et::Error when `x` is an undefined (default-constructed) tensor: it has no
+/// shape or storage to compute with (without the check it read as an empty [0] tensor).
+template <class X>
+void require_defined_operand(const X& x) {
+  if constexpr (requires { x.defined(); }) {
+    if (!x.defined())
+      throw Error("et: an undefined (default-constructed) tensor cannot be an operand; assign it a tensor first");
+  }
+}
+
 /// Wraps a C++ scalar in the element type it takes beside an expression of type T.
 template <class T, class X>
 auto as_operand(const X& x) {
+  require_defined_operand(x);
   if constexpr (Expression<X>) return x;
   else return ScalarExpr<scalar_type_t<T, X>>(static_cast<compute_t<scalar_type_t<T, X>>>(x));
 }

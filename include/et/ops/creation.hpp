@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -96,8 +97,9 @@ auto zeros(D dev, const std::int64_t (&shape)[R]) {
 /// Every element equal to value (converted to T; for half and bfloat16 rounded once).
 template <Element T, Device D, std::size_t R, Scalar S>
 Tensor<T, int(R), D> full(D, const std::array<std::int64_t, R>& shape, S value) {
+  const T converted = detail::scalar_as<T>(value, "full");  // before allocating
   Tensor<T, int(R), D> out = Tensor<T, int(R), D>::allocate(shape);
-  out = static_cast<T>(value);
+  out = converted;
   return out;
 }
 template <Element T, Device D, std::size_t R, Scalar S>
@@ -123,9 +125,16 @@ Tensor<T, 1, D> arange(D, double start, double end, double step = 1) {
   detail::check_finite(step, "arange step");
   if (step == 0) throw Error("et: arange step must not be zero");
   const double count = std::ceil((end - start) / step);
-  if (count < 0 || count > 9.0e18)
-    throw ShapeError("et: arange(" + std::to_string(start) + ", " + std::to_string(end) + ", " + std::to_string(step) +
-                     ") would have " + std::to_string(count) + " elements");
+  if (count < 0 || count > 9.0e18) {
+    char text[200];
+    std::snprintf(text, sizeof text, "et: arange(%.17g, %.17g, %.17g) would have %.6g elements", start, end, step,
+                  count);
+    throw ShapeError(text);
+  }
+  if (count > 0) {  // an integer tensor must hold the first and the last value
+    (void)detail::scalar_as<T>(start, "arange start");
+    (void)detail::scalar_as<T>(start + (count - 1) * step, "arange's last value");
+  }
   using Gen = detail::RangeGenerator<T>;
   return detail::generate<T, 1, D>(Shape<1>{static_cast<std::int64_t>(count)},
                                    Gen{static_cast<typename Gen::Accumulate>(start),

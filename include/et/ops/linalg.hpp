@@ -81,13 +81,6 @@ std::array<std::int64_t, (RA > RB ? RA : RB)> matmul_shape(const std::array<std:
   return out;
 }
 
-template <class X>
-void require_defined_operand(const X& x) {
-  if constexpr (is_tensor_v<X>) {
-    if (!x.defined()) throw Error("et: an undefined (default-constructed) tensor was used in matmul");
-  }
-}
-
 /// The lazy product a @ b of two expressions of one floating element type and of rank 2
 /// or 3. Operands are held by value; the math mode is the one in force when it was built.
 template <class A, class B>

@@ -45,6 +45,16 @@ struct Pool2dOptions {
 
 namespace detail {
 
+/// extent + 2 * padding, false when it does not fit in 64 bits.
+inline bool padded_extent(std::int64_t extent, std::int64_t padding, std::int64_t& out) {
+  return !__builtin_mul_overflow(padding, 2, &out) && !__builtin_add_overflow(out, extent, &out);
+}
+/// dilation * (kernel - 1) + 1, the input extent a kernel covers; false past 64 bits.
+inline bool span_of(std::int64_t kernel, std::int64_t dilation, std::int64_t& out) {
+  return !__builtin_mul_overflow(dilation, kernel - 1, &out) && !__builtin_add_overflow(out, 1, &out);
+}
+
+
 inline const char* layout_name(Layout layout) { return layout == Layout::nhwc ? "nhwc" : "nchw"; }
 
 /// A convolution's extents in the usual letters, whatever the layout: input [N, C, H, W],
@@ -116,8 +126,11 @@ inline ConvGeometry conv_geometry(const char* operation, const Shape<4>& input, 
     throw fail("the weight has " + std::to_string(weight_channels) + " input channel(s) per group, but " +
                std::to_string(g.c) + " input channels in " + std::to_string(g.groups) + " group(s) need " +
                std::to_string(g.c / g.groups));
-  const std::int64_t span_h = g.dilation[0] * (g.r - 1) + 1, span_w = g.dilation[1] * (g.s - 1) + 1;
-  const std::int64_t padded_h = g.h + 2 * g.padding[0], padded_w = g.w + 2 * g.padding[1];
+  std::int64_t span_h = 0, span_w = 0, padded_h = 0, padded_w = 0;
+  if (!span_of(g.r, g.dilation[0], span_h) || !span_of(g.s, g.dilation[1], span_w) ||
+      !padded_extent(g.h, g.padding[0], padded_h) || !padded_extent(g.w, g.padding[1], padded_w))
+    throw fail("padding " + format_shape(g.padding) + " and dilation " + format_shape(g.dilation) +
+               " make extents past 64 bits");
   if (span_h > padded_h || span_w > padded_w)
     throw fail("the kernel spans " + std::to_string(span_h) + " x " + std::to_string(span_w) + " (dilation " +
                format_shape(g.dilation) + ") but the padded input is only " + std::to_string(padded_h) + " x " +
@@ -176,7 +189,9 @@ inline PoolGeometry pool_geometry(const char* operation, const Shape<4>& input, 
   g.c = nhwc ? input[3] : input[1];
   g.h = nhwc ? input[1] : input[2];
   g.w = nhwc ? input[2] : input[3];
-  const std::int64_t padded_h = g.h + 2 * g.padding[0], padded_w = g.w + 2 * g.padding[1];
+  std::int64_t padded_h = 0, padded_w = 0;
+  if (!padded_extent(g.h, g.padding[0], padded_h) || !padded_extent(g.w, g.padding[1], padded_w))
+    throw fail("padding " + format_shape(g.padding) + " makes extents past 64 bits");
   if (g.kernel[0] > padded_h || g.kernel[1] > padded_w)
     throw fail("the kernel " + format_shape(g.kernel) + " is larger than the padded input (" +
                std::to_string(padded_h) + " x " + std::to_string(padded_w) + " with padding " +

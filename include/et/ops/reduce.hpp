@@ -82,6 +82,7 @@ void require_device_expression() {
 template <template <class> class Op, class Out, class E>
 Tensor<Out, 0, expression_device_t<E>> reduce_all(const E& expr, const char* name, bool needs_elements) {
   require_device_expression<E>();
+  require_defined_operand(expr);
   using D = expression_device_t<E>;
   const auto shape = expr.shape();
   const std::int64_t n = checked_numel(shape);
@@ -99,11 +100,12 @@ template <template <class> class Op, class Out, int OutRank, class E>
 Tensor<Out, OutRank, expression_device_t<E>> reduce_axis(const E& expr, int axis, const char* name,
                                                          bool needs_elements) {
   require_device_expression<E>();
+  require_defined_operand(expr);
   constexpr int R = E::rank;
   static_assert(R >= 1, "et: an axis reduction needs an expression of rank 1 or more");
   using D = expression_device_t<E>;
   const auto shape = expr.shape();
-  const int a = normalize_axis(axis, R);
+  const int a = normalize_axis(axis, R, name, format_shape(shape));
   AxisProblem problem;
   for (int d = 0; d < a; ++d) problem.outer *= shape[static_cast<std::size_t>(d)];
   problem.length = shape[static_cast<std::size_t>(a)];

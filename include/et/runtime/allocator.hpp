@@ -69,6 +69,10 @@ struct DeviceCounters {
 
 inline DeviceCounters& counters(int device) {
   static DeviceCounters all[1 + max_cuda_devices];
+  if (device >= max_cuda_devices) {
+    check_device_index(device);  // throws, naming the device, when the process does not have it
+    throw Error("et: etensor supports CUDA devices 0 to 63");
+  }
   return all[device + 1];
 }
 
@@ -97,7 +101,7 @@ inline std::shared_ptr<void> allocate_host(std::size_t bytes) {
   if (!ptr) {
     const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
     throw OutOfMemory("cpu", bytes, static_cast<std::size_t>(sysconf(_SC_AVPHYS_PAGES)) * page,
-                      static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * page);
+                      static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * page, "the host allocator refused it");
   }
   counters(-1).add(bytes);
   return std::shared_ptr<void>(ptr, [bytes, alignment](void* p) {
@@ -112,6 +116,7 @@ inline cudaMemPool_t device_pool(int device) {
   static std::atomic<cudaMemPool_t> pools[max_cuda_devices] = {};
   static std::mutex mutex;
   check_device_index(device);
+  if (device >= max_cuda_devices) throw Error("et: etensor supports CUDA devices 0 to 63");
   cudaMemPool_t pool = pools[device].load(std::memory_order_acquire);
   if (pool) return pool;
   std::lock_guard lock(mutex);

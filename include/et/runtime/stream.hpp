@@ -46,6 +46,7 @@ inline cudaStream_t default_stream(int device) {
   static std::atomic<cudaStream_t> streams[max_cuda_devices] = {};
   static std::mutex mutex;
   check_device_index(device);
+  if (device >= max_cuda_devices) throw Error("et: etensor supports CUDA devices 0 to 63");
   cudaStream_t stream = streams[device].load(std::memory_order_acquire);
   if (stream) return stream;
   std::lock_guard lock(mutex);
@@ -66,6 +67,10 @@ inline cudaStream_t* thread_streams() {
 
 /// The stream etensor queues `device`'s work on now, on this thread.
 inline cudaStream_t current_stream_handle(int device) {
+  if (static_cast<unsigned>(device) >= static_cast<unsigned>(max_cuda_devices)) {
+    check_device_index(device);
+    throw Error("et: etensor supports CUDA devices 0 to 63");
+  }
   const cudaStream_t chosen = thread_streams()[device];
   return chosen ? chosen : default_stream(device);
 }
