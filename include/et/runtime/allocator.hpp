@@ -69,10 +69,7 @@ struct DeviceCounters {
 
 inline DeviceCounters& counters(int device) {
   static DeviceCounters all[1 + max_cuda_devices];
-  if (device >= max_cuda_devices) {
-    check_device_index(device);  // throws, naming the device, when the process does not have it
-    throw Error("et: etensor supports CUDA devices 0 to 63");
-  }
+  if (device >= max_cuda_devices) check_device_index(device);  // throws
   return all[device + 1];
 }
 
@@ -115,32 +112,27 @@ inline std::shared_ptr<void> allocate_host(std::size_t bytes) {
 inline cudaMemPool_t device_pool(int device) {
   static std::atomic<cudaMemPool_t> pools[max_cuda_devices] = {};
   static std::mutex mutex;
-  check_device_index(device);
-  if (device >= max_cuda_devices) throw Error("et: etensor supports CUDA devices 0 to 63");
-  cudaMemPool_t pool = pools[device].load(std::memory_order_acquire);
-  if (pool) return pool;
-  std::lock_guard lock(mutex);
-  pool = pools[device].load(std::memory_order_relaxed);
-  if (pool) return pool;
-  cudaMemPoolProps props{};
-  props.allocType = cudaMemAllocationTypePinned;
-  props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = device;
-  ET_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
-  std::uint64_t keep_everything = UINT64_MAX;  // never hand freed blocks back on synchronization
-  ET_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
-  for (int peer = 0; peer < device_count(); ++peer) {
-    int reachable = 0;
-    if (peer == device || cudaDeviceCanAccessPeer(&reachable, peer, device) != cudaSuccess || !reachable) continue;
-    cudaMemAccessDesc access{};
-    access.location.type = cudaMemLocationTypeDevice;
-    access.location.id = peer;
-    access.flags = cudaMemAccessFlagsProtReadWrite;
-    ET_CUDA_CHECK(cudaMemPoolSetAccess(pool, &access, 1));
-  }
-  (void)cudaGetLastError();
-  pools[device].store(pool, std::memory_order_release);
-  return pool;
+  return once_per_device(pools, mutex, device, [device] {
+    cudaMemPool_t pool{};
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    ET_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+    std::uint64_t keep_everything = UINT64_MAX;  // never hand freed blocks back on synchronization
+    ET_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
+    for (int peer = 0; peer < device_count(); ++peer) {
+      int reachable = 0;
+      if (peer == device || cudaDeviceCanAccessPeer(&reachable, peer, device) != cudaSuccess || !reachable) continue;
+      cudaMemAccessDesc access{};
+      access.location.type = cudaMemLocationTypeDevice;
+      access.location.id = peer;
+      access.flags = cudaMemAccessFlagsProtReadWrite;
+      ET_CUDA_CHECK(cudaMemPoolSetAccess(pool, &access, 1));
+    }
+    (void)cudaGetLastError();
+    return pool;
+  });
 }
 
 /// Bytes the pool of `device` holds from the driver now.

@@ -30,8 +30,6 @@ namespace et {
 
 namespace detail {
 
-inline constexpr int max_cuda_devices = 64;
-
 #if defined(ET_HAS_CUDA_RUNTIME)
 /// Becomes true the first time a stream other than a device's default one is made current
 /// (StreamGuard): until then every block is allocated, used and freed on one stream per
@@ -41,22 +39,43 @@ inline std::atomic<bool>& several_streams() {
   return flag;
 }
 
+/// slots[device], made by create() on the first call for that device (from whichever
+/// thread asks first; later calls cost one atomic load). Checks the device index.
+template <class T, class Create>
+T once_per_device(std::atomic<T> (&slots)[max_cuda_devices], std::mutex& mutex, int device, Create&& create) {
+  check_device_index(device);
+  T value = slots[device].load(std::memory_order_acquire);
+  if (value) return value;
+  std::lock_guard lock(mutex);
+  value = slots[device].load(std::memory_order_relaxed);
+  if (!value) {
+    value = create();
+    slots[device].store(value, std::memory_order_release);
+  }
+  return value;
+}
+
+/// True when the work a query asked about has finished (cudaErrorNotReady: not yet);
+/// other errors throw et::CudaError.
+inline bool finished(cudaError_t status) {
+  if (status == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  ET_CUDA_CHECK(status);
+  return true;
+}
+
 /// The device's default stream (see the file comment), created on first use.
 inline cudaStream_t default_stream(int device) {
   static std::atomic<cudaStream_t> streams[max_cuda_devices] = {};
   static std::mutex mutex;
-  check_device_index(device);
-  if (device >= max_cuda_devices) throw Error("et: etensor supports CUDA devices 0 to 63");
-  cudaStream_t stream = streams[device].load(std::memory_order_acquire);
-  if (stream) return stream;
-  std::lock_guard lock(mutex);
-  stream = streams[device].load(std::memory_order_relaxed);
-  if (!stream) {
+  return once_per_device(streams, mutex, device, [device] {
     DeviceGuard guard(device);
+    cudaStream_t stream = nullptr;
     ET_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamDefault));  // ordered with stream 0
-    streams[device].store(stream, std::memory_order_release);
-  }
-  return stream;
+    return stream;
+  });
 }
 
 /// This host thread's current stream per device; null means the device's default stream.
@@ -67,10 +86,7 @@ inline cudaStream_t* thread_streams() {
 
 /// The stream etensor queues `device`'s work on now, on this thread.
 inline cudaStream_t current_stream_handle(int device) {
-  if (static_cast<unsigned>(device) >= static_cast<unsigned>(max_cuda_devices)) {
-    check_device_index(device);
-    throw Error("et: etensor supports CUDA devices 0 to 63");
-  }
+  if (static_cast<unsigned>(device) >= static_cast<unsigned>(max_cuda_devices)) check_device_index(device);  // throws
   const cudaStream_t chosen = thread_streams()[device];
   return chosen ? chosen : default_stream(device);
 }
@@ -168,15 +184,7 @@ class Stream<Cuda<I>> {
   void wait(const Event<Cuda<I>>& event) const;
 
   /// True when all work queued so far has finished.
-  bool query() const {
-    const cudaError_t status = cudaStreamQuery(stream_);
-    if (status == cudaErrorNotReady) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    ET_CUDA_CHECK(status);
-    return true;
-  }
+  bool query() const { return detail::finished(cudaStreamQuery(stream_)); }
 
   cudaStream_t native() const noexcept { return stream_; }
   Cuda<I> device() const noexcept { return {}; }
@@ -292,13 +300,7 @@ class Event<Cuda<I>> {
   /// True when the recorded work has finished.
   bool query() const {
     require_recorded("query()");
-    const cudaError_t status = cudaEventQuery(event_);
-    if (status == cudaErrorNotReady) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    ET_CUDA_CHECK(status);
-    return true;
+    return detail::finished(cudaEventQuery(event_));
   }
   cudaEvent_t native() const noexcept { return event_; }
 
