@@ -72,6 +72,6 @@ TEST_CASE("streams and events exist for Pinned as for the CPU", "[pinned][stream
   start.record(et::current_stream(et::pinned));
   const auto x = et::ones<float>(et::pinned, {100});
   stop.record();
-  CHECK(elapsed_ms(start, stop) >= 0.0f);
+  CHECK(et::elapsed_ms(start, stop) >= 0.0f);
   CHECK(et::sum(x).item() == 100.0f);
 }

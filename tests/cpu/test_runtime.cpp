@@ -85,8 +85,8 @@ TEST_CASE("streams and events compile for the CPU too: synchronous work, host ti
   s.wait(stop);
   stop.synchronize();
   CHECK(stop.query());
-  CHECK(elapsed_ms(start, stop) >= 0.0f);
-  CHECK(elapsed_ms(start, stop) < 60e3f);
+  CHECK(et::elapsed_ms(start, stop) >= 0.0f);
+  CHECK(et::elapsed_ms(start, stop) < 60e3f);
 }
 
 TEST_CASE("memory_stats(cpu) counts the bytes and blocks etensor holds on the host", "[runtime][allocator]") {

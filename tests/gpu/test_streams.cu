@@ -155,7 +155,7 @@ TEST_CASE("events time work, order one stream after another, and refuse to be re
   }
   consumer.synchronize();
   CHECK(produced.query());
-  CHECK(elapsed_ms(start, produced) > 0.0f);
+  CHECK(et::elapsed_ms(start, produced) > 0.0f);
   const auto xs = x.to_vector(), zs = z.to_vector();
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < xs.size(); ++i) wrong += zs[i] != std::sqrt(std::fabs(xs[i]) + 4.0f) * 2.0f;

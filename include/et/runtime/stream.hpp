@@ -128,6 +128,11 @@ inline double host_clock_ms() {
 template <Device D>
 class Event;
 
+/// Milliseconds between two recorded events of one device: device time for a GPU (waits
+/// for `end`), host time for Cpu and Pinned. API.md spells it et::elapsed_ms(e0, e1).
+template <Device D>
+float elapsed_ms(const Event<D>& start, const Event<D>& end);
+
 /// A queue of work on device D. Copies are handles to the same stream.
 template <Device D>
 class Stream;
@@ -258,7 +263,8 @@ class Event<D> {
   void record(const Stream<D>&) { record(); }
   void synchronize() const {}
   bool query() const { return true; }
-  friend float elapsed_ms(const Event& start, const Event& end) { return static_cast<float>(end.ms_ - start.ms_); }
+  template <Device E>
+  friend float elapsed_ms(const Event<E>& start, const Event<E>& end);
 
  private:
   double ms_ = 0;
@@ -304,15 +310,8 @@ class Event<Cuda<I>> {
   }
   cudaEvent_t native() const noexcept { return event_; }
 
-  /// Milliseconds of device time between two recorded events (waits for `end`).
-  friend float elapsed_ms(const Event& start, const Event& end) {
-    start.require_recorded("elapsed_ms()");
-    end.require_recorded("elapsed_ms()");
-    float ms = 0;
-    ET_CUDA_CHECK(cudaEventSynchronize(end.event_));
-    ET_CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, end.event_));
-    return ms;
-  }
+  template <Device E>
+  friend float elapsed_ms(const Event<E>& start, const Event<E>& end);
 
  private:
   void require_recorded(const char* what) const {
@@ -327,5 +326,21 @@ void Stream<Cuda<I>>::wait(const Event<Cuda<I>>& event) const {
   ET_CUDA_CHECK(cudaStreamWaitEvent(stream_, event.native(), 0));
 }
 #endif
+
+template <Device D>
+float elapsed_ms(const Event<D>& start, const Event<D>& end) {
+  if constexpr (D::is_cuda) {
+#if defined(ET_HAS_CUDA_RUNTIME)
+    start.require_recorded("elapsed_ms()");
+    end.require_recorded("elapsed_ms()");
+    float ms = 0;
+    ET_CUDA_CHECK(cudaEventSynchronize(end.event_));
+    ET_CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, end.event_));
+    return ms;
+#endif
+  } else {
+    return static_cast<float>(end.ms_ - start.ms_);
+  }
+}
 
 }  // namespace et
