@@ -69,7 +69,7 @@ struct DeviceCounters {
 
 inline DeviceCounters& counters(int device) {
   static DeviceCounters all[1 + max_cuda_devices];
-  if (device >= max_cuda_devices) check_device_index(device);  // throws
+  if (device >= max_cuda_devices) throw_bad_device_index(device);
   return all[device + 1];
 }
 

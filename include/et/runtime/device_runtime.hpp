@@ -67,11 +67,17 @@ namespace detail {
 /// The per-device tables (streams, pools, statistics) have this many slots.
 inline constexpr int max_cuda_devices = 64;
 
+/// Throws et::Error for a CUDA device index etensor cannot use: one this process does not
+/// have, or one past etensor's per-device tables.
+[[noreturn]] inline void throw_bad_device_index(int index) {
+  if (index < 0 || index >= device_count()) throw_missing_device(index);
+  throw Error("et: etensor supports CUDA devices 0 to 63");
+}
+
 /// Throws et::Error unless CUDA device `index` exists in this process and has a slot in
 /// etensor's per-device tables.
 inline void check_device_index(int index) {
-  if (index < 0 || index >= device_count()) throw_missing_device(index);
-  if (index >= max_cuda_devices) throw Error("et: etensor supports CUDA devices 0 to 63");
+  if (index < 0 || index >= device_count() || index >= max_cuda_devices) throw_bad_device_index(index);
 }
 
 #if defined(ET_HAS_CUDA_RUNTIME)

@@ -86,7 +86,7 @@ inline cudaStream_t* thread_streams() {
 
 /// The stream etensor queues `device`'s work on now, on this thread.
 inline cudaStream_t current_stream_handle(int device) {
-  if (static_cast<unsigned>(device) >= static_cast<unsigned>(max_cuda_devices)) check_device_index(device);  // throws
+  if (static_cast<unsigned>(device) >= static_cast<unsigned>(max_cuda_devices)) throw_bad_device_index(device);
   const cudaStream_t chosen = thread_streams()[device];
   return chosen ? chosen : default_stream(device);
 }
