@@ -9,6 +9,7 @@
 // First, so that a device-mix error (whose message lives there) is introduced by the
 // shortest include chain: two lines of "In file included from" rather than three or more.
 #include "et/device_mismatch.hpp"
+#include "et/backend/cuda/unavailable.hpp"
 
 #include "et/config.hpp"
 #include "et/device.hpp"

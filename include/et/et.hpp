@@ -4,10 +4,11 @@
 // copies and device queries.
 #pragma once
 
-// First, so that a device-mix error or the "needs nvcc" error (whose messages live in
-// these two) is introduced by the shortest include chain: two lines of "In file included
-// from" rather than three or more.
+// First, so that a device-mix error, a "needs nvcc" error or an assignment's static check
+// (whose messages live in these three) is introduced by the shortest include chain: two
+// lines of "In file included from" rather than three or more.
 #include "et/device_mismatch.hpp"
+#include "et/backend/cuda/unavailable.hpp"
 #include "et/expr/assign.hpp"
 
 #include "et/core.hpp"

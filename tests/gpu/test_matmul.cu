@@ -365,8 +365,12 @@ TEST_CASE("CUDA matmul errors: shapes name both, cuBLAS failures name the status
   problem.b = {x.data(), {true, 8}, 0};
   const auto out = et::empty<float>(et::cuda<0>, {8, 8});
   problem.c = {out.data(), {true, 8}, 0};
-  CHECK_THROWS_AS(et::detail::cuda_backend::gemm<float>(0, problem, et::MathMode::exact), et::Error);
-  CHECK_THROWS_WITH(et::detail::cuda_backend::gemm<float>(0, problem, et::MathMode::exact), Contains("CUBLAS_STATUS_"));
+  auto refused = [&] {
+    const float* no_bias = nullptr;
+    (void)gemm(et::detail::backend<et::Cuda<0>>, problem, et::MathMode::exact, et::detail::GemmEpilogue::none, no_bias);
+  };
+  CHECK_THROWS_AS(refused(), et::Error);
+  CHECK_THROWS_WITH(refused(), Contains("CUBLAS_STATUS_"));
   // The process goes on.
   const auto ones = et::ones<float>(et::cuda<0>, {3, 4});
   CHECK(et::sum(et::eval(et::matmul(ones, ones.transpose(0, 1)))).item() == 36.0f);

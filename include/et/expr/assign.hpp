@@ -12,6 +12,8 @@
 
 #if defined(ET_DEVICE_COMPILER)
 #include "et/backend/cuda/elementwise.hpp"
+#else
+#include "et/backend/cuda/unavailable.hpp"
 #endif
 
 namespace et::detail {
@@ -47,17 +49,6 @@ bool reads_overlap_writes(const Tensor<T, R, D>& dst, const E& expr) {
   return overlap;
 }
 
-#if !defined(ET_DEVICE_COMPILER)
-// A class, so that the message appears once per device rather than once per expression.
-template <class D>
-struct cuda_evaluation_needs_nvcc {
-  static_assert(never<D>,
-                "et: evaluating an expression on a CUDA device needs nvcc: compile this file as CUDA "
-                "(a .cu file, or LANGUAGE CUDA); plain C++ files may create, copy (.to) and read CUDA "
-                "tensors but cannot run kernels");
-};
-#endif
-
 /// The most bytes of kernel arguments a CUDA launch takes (CUDA 12.1 and later, Volta
 /// and later GPUs); an expression whose program and writer pass it is split, on every
 /// device alike, so that the CPU evaluates (and rounds) it the same way.
@@ -92,17 +83,8 @@ void run_split(const Tensor<T, R, D>& dst, const MapExpr<Op, Cs...>& expr) {
 
 template <class T, int R, class D, class E>
 void run_on_device(const Tensor<T, R, D>& dst, const E& expr) {
-  if constexpr (!fits_one_kernel_v<T, R, E>) {
-    run_split(dst, expr);
-  } else if constexpr (!D::is_cuda) {
-    cpu_backend::run_elementwise(dst, expr);
-  } else {
-#if defined(ET_DEVICE_COMPILER)
-    cuda_backend::run_elementwise(dst, expr);
-#else
-    [[maybe_unused]] cuda_evaluation_needs_nvcc<D> report;
-#endif
-  }
+  if constexpr (!fits_one_kernel_v<T, R, E>) run_split(dst, expr);
+  else run_elementwise(backend<D>, dst, expr);  // backend/backend.hpp
 }
 
 template <class T, int Rank, class D, class E>

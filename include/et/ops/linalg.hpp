@@ -207,7 +207,7 @@ bool run_gemm(const Tensor<T, RA, D>& a_in, const Tensor<T, RB, D>& b_in, const 
     assign(target, ScalarExpr<T>(compute_t<T>(0)));
     return true;
   }
-  if constexpr (!D::is_cuda && is_16bit_float_v<T>) {
+  if constexpr (is_16bit_float_v<T> && !backend_t<D>::gemm_takes_16bit) {
     // Eigen has no fast 16-bit GEMM: multiply in float and round once, as the GPU does.
     const auto a = eval(cast<float>(a_in));
     const auto b = eval(cast<float>(b_in));
@@ -219,20 +219,8 @@ bool run_gemm(const Tensor<T, RA, D>& a_in, const Tensor<T, RB, D>& b_in, const 
   } else {
     const Tensor<T, RA, D> a = blas_operand(a_in);
     const Tensor<T, RB, D> b = blas_operand(b_in);
-    const GemmProblem problem = gemm_problem(a, b, out);
-    if constexpr (!D::is_cuda) {
-      cpu_backend::gemm<T>(problem);
-      return true;
-    } else {
-#if defined(ET_DEVICE_COMPILER)
-      note_stream_uses(a, b, out);
-      return cuda_backend::gemm<T>(D::index, problem, mode, epilogue, bias);
-#else
-      (void)mode, (void)epilogue, (void)bias;
-      [[maybe_unused]] cuda_evaluation_needs_nvcc<D> report;
-      return false;
-#endif
-    }
+    note_stream_uses(a, b, out);
+    return gemm(backend<D>, gemm_problem(a, b, out), mode, epilogue, bias);  // backend/backend.hpp
   }
 }
 
@@ -398,7 +386,7 @@ void assign_with_matmul(Tensor<T, Rank, D>& dst, const E& expr) {
   bool dst_is_free = !reads_storage(expr, dst.storage());
   if constexpr (Rank == 2 || Rank == 3) dst_is_free = dst_is_free && matrix_view(dst).has_value();
   else dst_is_free = false;
-  if constexpr (D::is_cuda) {
+  if constexpr (backend_t<D>::fuses_gemm_epilogues) {
     if (dst_is_free && try_fused_epilogue(dst, expr)) return;
   }
   Tensor<T, Rank, D>* into = dst_is_free ? &dst : nullptr;

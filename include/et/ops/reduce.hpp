@@ -43,32 +43,6 @@ using read_value_t = typename program_t<E::rank, std::int64_t, E>::value_type;
 template <class T>
 using sum_result_t = std::conditional_t<is_floating_v<T>, T, std::int64_t>;
 
-template <class D, class Op, class Out, class E>
-void run_reduce_all(const E& expr, Out* out) {
-  if constexpr (!D::is_cuda) {
-    cpu_backend::reduce_all<Op>(expr, out);
-  } else {
-#if defined(ET_DEVICE_COMPILER)
-    cuda_backend::reduce_all<D::index, Op>(expr, out);
-#else
-    [[maybe_unused]] cuda_evaluation_needs_nvcc<D> report;
-#endif
-  }
-}
-
-template <class D, class Op, class Out, class E>
-void run_reduce_axis(const E& expr, const AxisProblem& problem, Out* out) {
-  if constexpr (!D::is_cuda) {
-    cpu_backend::reduce_axis<Op>(expr, problem, out);
-  } else {
-#if defined(ET_DEVICE_COMPILER)
-    cuda_backend::reduce_axis<D::index, Op>(expr, problem, out);
-#else
-    [[maybe_unused]] cuda_evaluation_needs_nvcc<D> report;
-#endif
-  }
-}
-
 template <class E>
 using expression_device_t = typename E::device_type;
 
@@ -90,7 +64,7 @@ Tensor<Out, 0, expression_device_t<E>> reduce_all(const E& expr, const char* nam
     throw ShapeError(std::string("et: ") + name + " of an empty tensor (shape " + format_shape(shape) +
                      ") is undefined");
   auto out = Tensor<Out, 0, D>::allocate({});
-  run_reduce_all<D, Op<read_value_t<E>>>(expr, out.data());
+  reduce_into(backend<D>, Op<read_value_t<E>>{}, expr, out.data());  // backend/backend.hpp
   return out;
 }
 
@@ -120,7 +94,7 @@ Tensor<Out, OutRank, expression_device_t<E>> reduce_axis(const E& expr, int axis
     throw ShapeError(std::string("et: ") + name + " over axis " + std::to_string(axis) + " of shape " +
                      format_shape(shape) + " reduces an empty axis");
   auto out = Tensor<Out, OutRank, D>::allocate(out_shape);
-  if (outputs > 0) run_reduce_axis<D, Op<read_value_t<E>>>(expr, problem, out.data());
+  if (outputs > 0) reduce_axis_into(backend<D>, Op<read_value_t<E>>{}, expr, problem, out.data());
   return out;
 }
 

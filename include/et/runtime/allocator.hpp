@@ -264,11 +264,6 @@ inline void note_stream_use(const std::shared_ptr<void>& storage) {
   if (CudaBlock* block = std::get_deleter<CudaBlock>(storage)) block->note(current_stream_handle(block->device));
 }
 
-/// note_stream_use for each tensor's storage.
-template <class... Tensors>
-void note_stream_uses(const Tensors&... tensors) {
-  if (several_streams().load(std::memory_order_relaxed)) (note_stream_use(tensors.storage()), ...);
-}
 
 /// What etensor holds on `device` beyond its tensors: the pool's cached free blocks.
 inline std::size_t pool_cached(int device) {
@@ -322,6 +317,14 @@ inline std::shared_ptr<void> allocate_cuda(int device, std::size_t bytes) {
   return std::shared_ptr<void>(ptr, CudaBlock{device, bytes, stream, {}, {}});
 }
 #endif
+
+/// note_stream_use for each tensor's storage, on any device (host memory has no streams).
+template <class... Tensors>
+void note_stream_uses([[maybe_unused]] const Tensors&... tensors) {
+#if defined(ET_HAS_CUDA_RUNTIME)
+  if (several_streams().load(std::memory_order_relaxed)) (note_stream_use(tensors.storage()), ...);
+#endif
+}
 
 }  // namespace detail
 

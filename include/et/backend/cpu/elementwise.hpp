@@ -12,6 +12,7 @@
 #include <omp.h>
 #endif
 
+#include "et/backend/backend.hpp"
 #include "et/expr/evaluator.hpp"
 #include "et/runtime/memory.hpp"
 
@@ -76,7 +77,7 @@ void run_loop(const Tensor<T, R, D>& dst, const E& expr, bool linear) {
 using CpuIndex = std::int64_t;
 
 template <class T, int R, class D, class E>  // D: Cpu or Pinned
-void run_elementwise(const Tensor<T, R, D>& dst, const E& expr) {
+void run_elementwise(Backend, const Tensor<T, R, D>& dst, const E& expr) {
   run_loop<CpuIndex>(dst, expr, plan_elementwise(dst, expr).linear);
 }
 

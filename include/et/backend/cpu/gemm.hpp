@@ -19,7 +19,9 @@
 #pragma nv_diagnostic pop
 #endif
 
+#include "et/backend/backend.hpp"
 #include "et/backend/gemm_problem.hpp"
+#include "et/ops/math_mode.hpp"
 
 namespace et::detail::cpu_backend {
 
@@ -41,10 +43,13 @@ void with_storage_order(const BlasLayout& layout, F&& f) {
 /// on one thread) rather than each product over all threads.
 inline constexpr std::int64_t small_product = std::int64_t{1} << 18;
 
-/// c[i] = a[i] @ b[i] (gemm_problem.hpp) for T = float or double.
+/// c[i] = a[i] @ b[i] (gemm_problem.hpp) for T = float or double, in T's precision
+/// whatever the math mode. Returns false, having done nothing, when an epilogue is asked
+/// for: Eigen has none (Backend::fuses_gemm_epilogues), the caller adds it separately.
 template <class T>
-void gemm(const GemmProblem& p) {
+bool gemm(Backend, const GemmProblem& p, MathMode, GemmEpilogue epilogue, const T* /*bias*/) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "et: the CPU GEMM takes float or double");
+  if (epilogue != GemmEpilogue::none) return false;
   with_storage_order(p.a.layout, [&](auto a_order) {
     with_storage_order(p.b.layout, [&](auto b_order) {
       with_storage_order(p.c.layout, [&](auto c_order) {
@@ -70,6 +75,7 @@ void gemm(const GemmProblem& p) {
     });
   });
   gemm_counters().eigen_gemms += p.batch;
+  return true;
 }
 
 }  // namespace et::detail::cpu_backend

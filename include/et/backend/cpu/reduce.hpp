@@ -95,7 +95,7 @@ void reduce_all_loop(const E& expr, Out* out, bool linear) {
 
 /// Reduces every element of `expr` into *out.
 template <class Op, class Out, class E>
-void reduce_all(const E& expr, Out* out) {
+void reduce_into(Backend, Op, const E& expr, Out* out) {
   reduce_all_loop<CpuIndex, Op>(expr, out, plan_reads(expr.shape(), expr).linear);
 }
 
@@ -122,7 +122,7 @@ void reduce_axis_loop(const E& expr, const AxisProblem& problem, Out* out, bool 
 
 /// Reduces `expr` along one axis (described by `problem`) into the contiguous `out`.
 template <class Op, class Out, class E>
-void reduce_axis(const E& expr, const AxisProblem& problem, Out* out) {
+void reduce_axis_into(Backend, Op, const E& expr, const AxisProblem& problem, Out* out) {
   reduce_axis_loop<CpuIndex, Op>(expr, problem, out, plan_reads(expr.shape(), expr).linear);
 }
 

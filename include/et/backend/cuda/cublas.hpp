@@ -40,6 +40,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "et/backend/backend.hpp"
 #include "et/backend/gemm_problem.hpp"
 #include "et/half.hpp"
 #include "et/ops/math_mode.hpp"
@@ -226,15 +227,15 @@ std::optional<cublasLtMatmulAlgo_t> cached_algorithm(const AlgorithmKey& key, As
   return answer;
 }
 
-/// c[i] = a[i] @ b[i] (gemm_problem.hpp) on `device`'s stream, with `epilogue` applied in
+/// c[i] = a[i] @ b[i] (gemm_problem.hpp) on device I's current stream, with `epilogue` applied in
 /// float before rounding to T (bias: a device vector of n elements of type T). Returns
 /// false, having queued nothing, when an epilogue was asked for and cuBLASLt has no
 /// algorithm with it (or the result is column-major, along which a bias cannot run): the
 /// caller then computes the product and the epilogue separately. Throws et::Error naming
 /// the cuBLAS status if a call fails.
-template <class T>
-bool gemm(int device, const GemmProblem& p, MathMode mode, GemmEpilogue epilogue = GemmEpilogue::none,
-          const T* bias = nullptr) {
+template <int I, class T>
+bool gemm(Backend<I>, const GemmProblem& p, MathMode mode, GemmEpilogue epilogue, const T* bias) {
+  constexpr int device = I;
   const ColumnMajorGemm g = column_major(p);
   if (has_bias(epilogue) && !g.rows_are_result_columns) return false;  // the bias runs along D's rows
   if (g.batch > INT_MAX)

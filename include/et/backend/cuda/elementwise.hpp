@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "et/backend/backend.hpp"
 #include "et/expr/evaluator.hpp"
 #include "et/kernels/elementwise.cuh"
 #include "et/runtime/device_runtime.hpp"
@@ -93,7 +94,7 @@ program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_
 }
 
 template <int I, class T, int R, class E>
-void run_elementwise(const Tensor<T, R, Cuda<I>>& dst, const E& expr) {
+void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr) {
   const ElementwisePlan plan = plan_elementwise(dst, expr);
   const CudaCall call(I);
   const cudaStream_t stream = call.stream();

@@ -39,7 +39,7 @@ inline bool fits_int32(std::int64_t max_index) {
 }
 
 template <int Device, class Op, class Out, class E>
-void reduce_all(const E& expr, Out* out) {
+void reduce_into(Backend<Device>, Op, const E& expr, Out* out) {
   using Acc = typename Op::acc_type;
   constexpr int V = read_vector_width<E>;
   const auto shape = expr.shape();
@@ -68,7 +68,7 @@ void reduce_all(const E& expr, Out* out) {
 }
 
 template <int Device, class Op, class Out, class E>
-void reduce_axis(const E& expr, const AxisProblem& problem, Out* out) {
+void reduce_axis_into(Backend<Device>, Op, const E& expr, const AxisProblem& problem, Out* out) {
   using Acc = typename Op::acc_type;
   constexpr int V = read_vector_width<E>;
   const auto shape = expr.shape();
