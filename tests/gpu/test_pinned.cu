@@ -32,7 +32,7 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 TEST_CASE("device -> pinned without blocking returns at once; the first host read waits for the copy",
-          "[pinned][streams]") {
+          "[pinned][streams][timing]") {
   constexpr std::int64_t n = 1 << 22;
   const auto x = et::randn<float>(et::cuda<0>, {n}, 11);
   std::vector<float> expected = x.to_vector();
@@ -58,7 +58,7 @@ TEST_CASE("device -> pinned without blocking returns at once; the first host rea
 }
 
 TEST_CASE("pinned -> device without blocking: host writes to the source wait until it is copied",
-          "[pinned][streams]") {
+          "[pinned][streams][timing]") {
   constexpr std::int64_t n = 1 << 20;
   const auto values = test::random_values<float>(n, 12);
   et::Tensor<float, 1, et::Pinned> source = et::from_vector(et::cpu, values).pin();
