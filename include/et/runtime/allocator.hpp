@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "et/runtime/faults.hpp"
 #include "et/runtime/stream.hpp"
 
 namespace et {
@@ -92,6 +93,7 @@ inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
 
 inline std::shared_ptr<void> allocate_host(std::size_t bytes) {
   if (bytes == 0) return {};
+  check_injected_fault(bytes, [] { return "cpu"; });
   const std::size_t alignment = bytes >= 2 * huge_page_bytes ? huge_page_bytes : host_alignment;
   void* ptr = ::operator new(bytes, std::align_val_t{alignment}, std::nothrow);
   if (ptr && alignment == huge_page_bytes) (void)madvise(ptr, bytes, MADV_HUGEPAGE);  // a hint: may be off
@@ -282,6 +284,7 @@ inline std::size_t pool_cached(int device) {
 
 inline std::shared_ptr<void> allocate_cuda(int device, std::size_t bytes) {
   if (bytes == 0) return {};
+  check_injected_fault(bytes, [device] { return device_name_of(device); });
   DeviceGuard guard(device);
   if (const std::shared_ptr<CaptureArena>& arena = capture_arena(); arena && arena->device == device) {
     void* ptr = nullptr;

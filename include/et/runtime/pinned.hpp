@@ -117,6 +117,7 @@ inline void release_pinned_cache() {
 
 inline std::shared_ptr<void> allocate_pinned(std::size_t bytes) {
   if (bytes == 0) return {};
+  check_injected_fault(bytes, [] { return "cpu:pinned"; });
   void* ptr = nullptr;
   bool page_locked = false;
 #if defined(ET_HAS_CUDA_RUNTIME)
