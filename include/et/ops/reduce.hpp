@@ -80,6 +80,7 @@ Tensor<Out, OutRank, expression_device_t<E>> reduce_axis(const E& expr, int axis
   using D = expression_device_t<E>;
   const auto shape = expr.shape();
   const int a = normalize_axis(axis, R, name, format_shape(shape));
+  if (a < 0 || a >= R) __builtin_unreachable();  // normalize_axis threw; tells g++ (-Warray-bounds)
   AxisProblem problem;
   for (int d = 0; d < a; ++d) problem.outer *= shape[static_cast<std::size_t>(d)];
   problem.length = shape[static_cast<std::size_t>(a)];
