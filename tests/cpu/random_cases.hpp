@@ -1,5 +1,6 @@
 // Randomized differential tests (issue 16), shared by the CPU and GPU tests: fused
-// expressions over random shapes (extents 0, 1, odd, up to 13), broadcast operands and
+// expressions and reductions (sum, mean, max, min; of all elements or along one axis) over
+// random shapes (extents 0, 1, odd, up to 13; up to 31 for reductions), broadcast operands and
 // non-contiguous layouts (permuted, stepped slices, expanded axes; on the device, the
 // views are made there), in every floating element type, against a double-precision
 // reference written from the definitions, read from the operands' host values with index
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -210,6 +212,139 @@ void run_elementwise_family(const char* where, D dev) {
     failed += !ok;
   }
   std::printf("random differential, elementwise on %s: %lld cases, %lld failed, seed %llu\n", where,
+              static_cast<long long>(cases), static_cast<long long>(failed), static_cast<unsigned long long>(seed));
+  CHECK(failed == 0);
+}
+
+/// The reductions of the reduction family, each with its reference over double values.
+struct SumReduction {
+  static constexpr const char* name = "sum";
+  static constexpr bool needs_elements = false;
+  template <class E>
+  static auto all(const E& e) { return et::sum(e); }
+  template <class E>
+  static auto along(const E& e, int axis) { return et::sum(e, axis); }
+  static double ref(const std::vector<double>& v) {
+    double total = 0;
+    for (const double x : v) total += x;
+    return total;
+  }
+};
+struct MeanReduction {
+  static constexpr const char* name = "mean";
+  static constexpr bool needs_elements = true;
+  template <class E>
+  static auto all(const E& e) { return et::mean(e); }
+  template <class E>
+  static auto along(const E& e, int axis) { return et::mean(e, axis); }
+  static double ref(const std::vector<double>& v) { return SumReduction::ref(v) / static_cast<double>(v.size()); }
+};
+struct MaxReduction {
+  static constexpr const char* name = "max";
+  static constexpr bool needs_elements = true;
+  template <class E>
+  static auto all(const E& e) { return et::max(e); }
+  template <class E>
+  static auto along(const E& e, int axis) { return et::max(e, axis); }
+  static double ref(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+};
+struct MinReduction {
+  static constexpr const char* name = "min";
+  static constexpr bool needs_elements = true;
+  template <class E>
+  static auto all(const E& e) { return et::min(e); }
+  template <class E>
+  static auto along(const E& e, int axis) { return et::min(e, axis); }
+  static double ref(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+};
+
+/// One reduction case: a random shape and layout, the whole tensor or one random axis.
+/// The tolerance scales with the sum of magnitudes (the rounding of a sum's partial sums);
+/// an empty reduction that needs elements must throw.
+template <class T, class Op, class D>
+bool run_reduction_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::int64_t index) {
+  static constexpr std::int64_t extents[] = {0, 1, 1, 2, 3, 3, 4, 5, 5, 7, 8, 9, 11, 13, 17, 31};
+  RShape shape{};
+  for (int d = 0; d < 3; ++d) shape[d] = extents[rng() % 16];
+  const auto x = random_operand<T>(dev, shape, rng);
+  const int axis = static_cast<int>(rng() % 4) - 1;  // -1: every element
+  // The groups of values each output reduces, in the output's row-major order.
+  std::vector<std::vector<double>> groups;
+  if (axis < 0) {
+    groups.push_back(x.values);
+  } else {
+    RShape out_shape = shape, i{};
+    out_shape[axis] = 1;
+    groups.resize(static_cast<std::size_t>(count_of(out_shape)));
+    std::size_t k = 0;
+    for (i[0] = 0; i[0] < shape[0]; ++i[0])
+      for (i[1] = 0; i[1] < shape[1]; ++i[1])
+        for (i[2] = 0; i[2] < shape[2]; ++i[2], ++k) {
+          RShape o = i;
+          o[axis] = 0;
+          groups[static_cast<std::size_t>(offset_of(out_shape, o))].push_back(x.values[k]);
+        }
+  }
+  std::ostringstream what;
+  what << "seed " << seed << ", case " << index << ": " << Op::name << " on " << type_name(T{}) << " "
+       << shape_text(shape) << " " << x.layout << (axis < 0 ? ", every element" : ", axis ")
+       << (axis < 0 ? std::string() : std::to_string(axis));
+  INFO(what.str());
+  const bool empty_group = !groups.empty() && groups.front().empty();
+  if (Op::needs_elements && empty_group) {
+    if (axis < 0) CHECK_THROWS_AS(Op::all(x.tensor), et::Error);
+    else CHECK_THROWS_AS(Op::along(x.tensor, axis), et::Error);
+    return true;
+  }
+  std::vector<T> got;
+  if (axis < 0) got = Op::all(x.tensor).to_vector();
+  else got = Op::along(x.tensor, axis).to_vector();
+  if (got.size() != groups.size()) {
+    CHECK(got.size() == groups.size());
+    return false;
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    double magnitude = 0;
+    for (const double v : groups[g]) magnitude += std::fabs(v);
+    const double want = Op::ref(groups[g]);
+    const double allowed = random_tolerance<T>() * std::max(1.0, std::fabs(want)) + 1e-6 * magnitude;
+    if (!(std::fabs(static_cast<double>(got[g]) - want) <= allowed)) {
+      CAPTURE(g, static_cast<double>(got[g]), want, allowed);
+      CHECK(false);
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The reduction family: random_case_count() cases over sum, mean, max and min of the
+/// four floating types. Prints the count and the seed.
+template <class D>
+void run_reduction_family(const char* where, D dev) {
+  const std::uint64_t seed = random_seed() + 1;
+  std::mt19937_64 rng(seed);
+  const std::int64_t cases = random_case_count();
+  std::int64_t failed = 0;
+  for (std::int64_t c = 0; c < cases; ++c) {
+    auto with_type = [&](auto tag) {
+      using T = decltype(tag);
+      switch (rng() % 4) {
+        case 0: return run_reduction_case<T, SumReduction>(dev, rng, seed, c);
+        case 1: return run_reduction_case<T, MeanReduction>(dev, rng, seed, c);
+        case 2: return run_reduction_case<T, MaxReduction>(dev, rng, seed, c);
+        default: return run_reduction_case<T, MinReduction>(dev, rng, seed, c);
+      }
+    };
+    bool ok = true;
+    switch (rng() % 4) {
+      case 0: ok = with_type(float{}); break;
+      case 1: ok = with_type(double{}); break;
+      case 2: ok = with_type(et::half{}); break;
+      default: ok = with_type(et::bfloat16{}); break;
+    }
+    failed += !ok;
+  }
+  std::printf("random differential, reductions on %s: %lld cases, %lld failed, seed %llu\n", where,
               static_cast<long long>(cases), static_cast<long long>(failed), static_cast<unsigned long long>(seed));
   CHECK(failed == 0);
 }

@@ -5,3 +5,7 @@
 TEST_CASE("random fused expressions match double precision on the CPU", "[random][expr]") {
   test::run_elementwise_family("cpu", et::cpu);
 }
+
+TEST_CASE("random reductions match double precision on the CPU", "[random][reductions]") {
+  test::run_reduction_family("cpu", et::cpu);
+}

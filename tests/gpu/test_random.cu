@@ -6,3 +6,7 @@
 TEST_CASE("random fused expressions match double precision on the GPU", "[random][expr]") {
   test::run_elementwise_family("cuda:0", et::cuda<0>);
 }
+
+TEST_CASE("random reductions match double precision on the GPU", "[random][reductions]") {
+  test::run_reduction_family("cuda:0", et::cuda<0>);
+}
