@@ -184,36 +184,42 @@ bool run_elementwise_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::
   return true;
 }
 
-/// The elementwise family: random_case_count() cases over the four expressions and the
-/// four floating types. Prints the count and the seed.
+/// Runs random_case_count() cases of a family: each draws one of the four floating types,
+/// then one_case(a value of that type, case number) draws the rest and says whether it
+/// passed. Prints the count and the seed.
+template <class OneCase>
+void run_family(const char* family, const char* where, std::uint64_t seed, std::mt19937_64& rng, OneCase one_case) {
+  const std::int64_t cases = random_case_count();
+  std::int64_t failed = 0;
+  for (std::int64_t c = 0; c < cases; ++c) {
+    bool ok = true;
+    switch (rng() % 4) {
+      case 0: ok = one_case(float{}, c); break;
+      case 1: ok = one_case(double{}, c); break;
+      case 2: ok = one_case(et::half{}, c); break;
+      default: ok = one_case(et::bfloat16{}, c); break;
+    }
+    failed += !ok;
+  }
+  std::printf("random differential, %s on %s: %lld cases, %lld failed, seed %llu\n", family, where,
+              static_cast<long long>(cases), static_cast<long long>(failed), static_cast<unsigned long long>(seed));
+  CHECK(failed == 0);
+}
+
+/// The elementwise family: the four expressions above over the four floating types.
 template <class D>
 void run_elementwise_family(const char* where, D dev) {
   const std::uint64_t seed = random_seed();
   std::mt19937_64 rng(seed);
-  const std::int64_t cases = random_case_count();
-  std::int64_t failed = 0;
-  for (std::int64_t c = 0; c < cases; ++c) {
-    auto with_type = [&](auto tag) {
-      using T = decltype(tag);
-      switch (rng() % 4) {
-        case 0: return run_elementwise_case<T, MulAdd>(dev, rng, seed, c);
-        case 1: return run_elementwise_case<T, WhereExp>(dev, rng, seed, c);
-        case 2: return run_elementwise_case<T, MaxOverSquare>(dev, rng, seed, c);
-        default: return run_elementwise_case<T, Activations>(dev, rng, seed, c);
-      }
-    };
-    bool ok = true;
+  run_family("elementwise", where, seed, rng, [&](auto tag, std::int64_t c) {
+    using T = decltype(tag);
     switch (rng() % 4) {
-      case 0: ok = with_type(float{}); break;
-      case 1: ok = with_type(double{}); break;
-      case 2: ok = with_type(et::half{}); break;
-      default: ok = with_type(et::bfloat16{}); break;
+      case 0: return run_elementwise_case<T, MulAdd>(dev, rng, seed, c);
+      case 1: return run_elementwise_case<T, WhereExp>(dev, rng, seed, c);
+      case 2: return run_elementwise_case<T, MaxOverSquare>(dev, rng, seed, c);
+      default: return run_elementwise_case<T, Activations>(dev, rng, seed, c);
     }
-    failed += !ok;
-  }
-  std::printf("random differential, elementwise on %s: %lld cases, %lld failed, seed %llu\n", where,
-              static_cast<long long>(cases), static_cast<long long>(failed), static_cast<unsigned long long>(seed));
-  CHECK(failed == 0);
+  });
 }
 
 /// The reductions of the reduction family, each with its reference over double values.
@@ -317,36 +323,20 @@ bool run_reduction_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::in
   return true;
 }
 
-/// The reduction family: random_case_count() cases over sum, mean, max and min of the
-/// four floating types. Prints the count and the seed.
+/// The reduction family: sum, mean, max and min over the four floating types.
 template <class D>
 void run_reduction_family(const char* where, D dev) {
   const std::uint64_t seed = random_seed() + 1;
   std::mt19937_64 rng(seed);
-  const std::int64_t cases = random_case_count();
-  std::int64_t failed = 0;
-  for (std::int64_t c = 0; c < cases; ++c) {
-    auto with_type = [&](auto tag) {
-      using T = decltype(tag);
-      switch (rng() % 4) {
-        case 0: return run_reduction_case<T, SumReduction>(dev, rng, seed, c);
-        case 1: return run_reduction_case<T, MeanReduction>(dev, rng, seed, c);
-        case 2: return run_reduction_case<T, MaxReduction>(dev, rng, seed, c);
-        default: return run_reduction_case<T, MinReduction>(dev, rng, seed, c);
-      }
-    };
-    bool ok = true;
+  run_family("reductions", where, seed, rng, [&](auto tag, std::int64_t c) {
+    using T = decltype(tag);
     switch (rng() % 4) {
-      case 0: ok = with_type(float{}); break;
-      case 1: ok = with_type(double{}); break;
-      case 2: ok = with_type(et::half{}); break;
-      default: ok = with_type(et::bfloat16{}); break;
+      case 0: return run_reduction_case<T, SumReduction>(dev, rng, seed, c);
+      case 1: return run_reduction_case<T, MeanReduction>(dev, rng, seed, c);
+      case 2: return run_reduction_case<T, MaxReduction>(dev, rng, seed, c);
+      default: return run_reduction_case<T, MinReduction>(dev, rng, seed, c);
     }
-    failed += !ok;
-  }
-  std::printf("random differential, reductions on %s: %lld cases, %lld failed, seed %llu\n", where,
-              static_cast<long long>(cases), static_cast<long long>(failed), static_cast<unsigned long long>(seed));
-  CHECK(failed == 0);
+  });
 }
 
 }  // namespace test
