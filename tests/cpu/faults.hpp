@@ -13,6 +13,14 @@
 
 namespace test {
 
+/// A check that a step's result equals `expected` element for element: the same step on
+/// the same input gives the same bits (CPU loops and GPU kernels are deterministic;
+/// cuDNN and cuBLASLt run the same plan each time).
+template <class Tensor>
+auto equals(const Tensor& expected) {
+  return [want = expected.to_vector()](const auto& got) { CHECK(got.to_vector() == want); };
+}
+
 /// Runs step() with its n-th allocation failing, for n = 1, 2, ..., until a run makes fewer
 /// than n allocations. Each failing run must throw et::OutOfMemory and leave the bytes
 /// etensor holds on `dev` as they were (nothing leaked by the unwinding), and a run right

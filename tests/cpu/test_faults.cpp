@@ -21,13 +21,6 @@ et::Tensor<T, int(R), et::Cpu> random_tensor(const std::array<std::int64_t, R>& 
   return et::from_vector(et::cpu, test::random_values<T>(n, seed), shape);
 }
 
-/// A check that a step's result equals `expected` element for element (the CPU gives the
-/// same bits for the same input and thread count).
-template <class Tensor>
-auto equals(const Tensor& expected) {
-  return [want = expected.to_vector()](const auto& got) { CHECK(got.to_vector() == want); };
-}
-
 }  // namespace
 
 TEST_CASE("every allocation of a CPU step can fail: et::OutOfMemory, nothing leaked, the retry works",
@@ -41,18 +34,18 @@ TEST_CASE("every allocation of a CPU step can fail: et::OutOfMemory, nothing lea
       const auto e = x * y + 1.0f;  // shared: materialized once into a temporary
       return et::eval(e * e - et::sum(x));
     };
-    CHECK(test::sweep_allocation_failures("fused assignment", et::cpu, step, equals(step())) >= 2);
+    CHECK(test::sweep_allocation_failures("fused assignment", et::cpu, step, test::equals(step())) >= 2);
   }
   SECTION("axis reductions, softmax and logsumexp") {
     auto step = [&] { return et::eval(et::softmax(x, 1) + et::max(x, 0, true) + et::sum(et::logsumexp(y, 1))); };
-    CHECK(test::sweep_allocation_failures("reductions", et::cpu, step, equals(step())) >= 3);
+    CHECK(test::sweep_allocation_failures("reductions", et::cpu, step, test::equals(step())) >= 3);
   }
   SECTION("matrix products: float, and half through float") {
     auto product = [&] { return et::eval(et::relu(et::matmul(x, w) + 1.0f)); };
-    CHECK(test::sweep_allocation_failures("matmul float", et::cpu, product, equals(product())) >= 1);
+    CHECK(test::sweep_allocation_failures("matmul float", et::cpu, product, test::equals(product())) >= 1);
     const auto xh = et::eval(et::cast<et::half>(x)), wh = et::eval(et::cast<et::half>(w));
     auto half_product = [&] { return et::eval(et::matmul(xh, wh)); };
-    CHECK(test::sweep_allocation_failures("matmul half", et::cpu, half_product, equals(half_product())) >= 3);
+    CHECK(test::sweep_allocation_failures("matmul half", et::cpu, half_product, test::equals(half_product())) >= 3);
   }
   SECTION("convolution and pooling") {
     const auto image = random_tensor<float>(std::array<std::int64_t, 4>{2, 3, 9, 8}, 4);
@@ -61,13 +54,13 @@ TEST_CASE("every allocation of a CPU step can fail: et::OutOfMemory, nothing lea
       const auto y = et::conv2d(image, filter, {.padding = {1, 1}});
       return et::max_pool2d(y, {.kernel = {2, 2}});
     };
-    CHECK(test::sweep_allocation_failures("conv2d + max_pool2d", et::cpu, step, equals(step())) >= 2);
+    CHECK(test::sweep_allocation_failures("conv2d + max_pool2d", et::cpu, step, test::equals(step())) >= 2);
   }
   SECTION("copies: a packed view, and into pinned memory") {
     auto packed = [&] { return x.transpose(0, 1).contiguous(); };
-    CHECK(test::sweep_allocation_failures("contiguous", et::cpu, packed, equals(packed())) == 1);
+    CHECK(test::sweep_allocation_failures("contiguous", et::cpu, packed, test::equals(packed())) == 1);
     auto pinned = [&] { return x.to(et::pinned); };
-    CHECK(test::sweep_allocation_failures("to(pinned)", et::pinned, pinned, equals(pinned())) == 1);
+    CHECK(test::sweep_allocation_failures("to(pinned)", et::pinned, pinned, test::equals(pinned())) == 1);
   }
 }
 

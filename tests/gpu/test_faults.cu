@@ -24,13 +24,6 @@ et::Tensor<float, int(R), Gpu> random_gpu(const std::array<std::int64_t, R>& sha
   return et::from_vector(et::cpu, test::random_values<float>(n, seed), shape).to(et::cuda<0>);
 }
 
-/// A check that a step's result equals `expected` element for element (the GPU kernels and
-/// reductions are deterministic; cuDNN and cuBLASLt run the same plan each time).
-template <class Tensor>
-auto equals(const Tensor& expected) {
-  return [want = expected.to_vector()](const auto& got) { CHECK(got.to_vector() == want); };
-}
-
 }  // namespace
 
 TEST_CASE("every allocation of a GPU step can fail: et::OutOfMemory, nothing leaked, the retry works",
@@ -44,21 +37,21 @@ TEST_CASE("every allocation of a GPU step can fail: et::OutOfMemory, nothing lea
       const auto e = et::exp(x) * y + 1.0f;
       return et::eval(e * e - et::sum(x) + e);
     };
-    CHECK(test::sweep_allocation_failures("gpu fused assignment", et::cuda<0>, step, equals(step())) >= 2);
+    CHECK(test::sweep_allocation_failures("gpu fused assignment", et::cuda<0>, step, test::equals(step())) >= 2);
   }
   SECTION("axis reductions, softmax and logsumexp") {
     auto step = [&] { return et::eval(et::softmax(x, 1) + et::max(x, 0, true) + et::sum(et::logsumexp(y, 1))); };
-    CHECK(test::sweep_allocation_failures("gpu reductions", et::cuda<0>, step, equals(step())) >= 3);
+    CHECK(test::sweep_allocation_failures("gpu reductions", et::cuda<0>, step, test::equals(step())) >= 3);
   }
   SECTION("a matrix product with a fused bias and ReLU") {
     const auto b = random_gpu(std::array<std::int64_t, 1>{32}, 4);
     auto step = [&] { return et::eval(et::relu(et::matmul(x, w) + b)); };
-    CHECK(test::sweep_allocation_failures("gpu matmul", et::cuda<0>, step, equals(step())) >= 1);
+    CHECK(test::sweep_allocation_failures("gpu matmul", et::cuda<0>, step, test::equals(step())) >= 1);
   }
   SECTION("a copy from the host") {
     const auto host = et::from_vector(et::cpu, test::random_values<float>(3000, 7), std::array<std::int64_t, 1>{3000});
     auto step = [&] { return host.to(et::cuda<0>); };
-    CHECK(test::sweep_allocation_failures("gpu upload", et::cuda<0>, step, equals(step())) == 1);
+    CHECK(test::sweep_allocation_failures("gpu upload", et::cuda<0>, step, test::equals(step())) == 1);
   }
 }
 
@@ -70,5 +63,5 @@ TEST_CASE("every allocation of a GPU convolution and pooling can fail the same w
     const auto y = et::conv2d(image, filter, {.padding = {1, 1}, .allow_tf32 = false});
     return et::max_pool2d(y, {.kernel = {2, 2}});
   };
-  CHECK(test::sweep_allocation_failures("gpu conv2d + max_pool2d", et::cuda<0>, step, equals(step())) >= 2);
+  CHECK(test::sweep_allocation_failures("gpu conv2d + max_pool2d", et::cuda<0>, step, test::equals(step())) >= 2);
 }
