@@ -3,7 +3,7 @@
 // that needs only these compiles several times faster than with et/et.hpp (which adds
 // matrix products, convolution and pooling). CUDA evaluation is available when this file
 // is compiled by nvcc; plain C++ files get CPU evaluation plus CUDA allocation, copies and
-// device queries.
+// device queries. Autograd (autograd/) covers everything here.
 #pragma once
 
 // First, so that a device-mix error (whose message lives there) is introduced by the
@@ -11,6 +11,10 @@
 #include "et/device_mismatch.hpp"
 #include "et/backend/cuda/unavailable.hpp"
 
+#include "et/autograd/fused.hpp"
+#include "et/autograd/graph.hpp"
+#include "et/autograd/reduce.hpp"
+#include "et/autograd/views.hpp"
 #include "et/config.hpp"
 #include "et/device.hpp"
 #include "et/expr/assign.hpp"

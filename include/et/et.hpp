@@ -11,6 +11,7 @@
 #include "et/backend/cuda/unavailable.hpp"
 #include "et/expr/assign.hpp"
 
+#include "et/autograd/linalg.hpp"
 #include "et/core.hpp"
 #include "et/ops/linalg.hpp"
 #include "et/ops/nn.hpp"

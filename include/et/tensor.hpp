@@ -3,6 +3,7 @@
 // (as in PyTorch); clone() copies the data.
 #pragma once
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -19,6 +20,7 @@
 #include "et/runtime/memory.hpp"
 #include "et/types.hpp"
 #include "et/views.hpp"
+#include "et/autograd/meta.hpp"
 
 namespace et {
 
@@ -53,6 +55,13 @@ T scalar_as(S value, const char* what) {
 // Defined in expr/assign.hpp: evaluates `expr` into `dst` (one kernel or one loop).
 template <class T, int Rank, class D, class E>
 void assign(Tensor<T, Rank, D>& dst, const E& expr);
+// Defined in autograd/views.hpp: records how a view (or copy) `out` of `in` passes its
+// gradient back (`back(grad_out)` gives in's gradient), when `in` needs a gradient.
+template <class Out, class In, class Back>
+void record_view(Out& out, const In& in, const Back& back, const char* name);
+// Defined in autograd/broadcast.hpp: g summed down to `shape` (the axes it was broadcast along).
+template <class T, int R, class D, std::size_t N>
+Tensor<T, int(N), D> sum_to(const Tensor<T, R, D>& g, const std::array<std::int64_t, N>& shape);
 }  // namespace detail
 
 /// A tensor of element type T (float, double, int32, int64, bool, half, bfloat16) and rank
@@ -183,7 +192,9 @@ class Tensor : public detail::ExprTag {
   /// axes (readable, not writable); contiguous() gives a compact, writable copy instead.
   Tensor clone() const {
     require_defined("clone()");
-    return copy_span_to<D>();
+    Tensor out = copy_span_to<D>();
+    if (autograd_) detail::record_view(out, *this, [](const Tensor& g) { return g; }, "clone()");
+    return out;
   }
 
   /// The same tensor on another device. To the same device it returns *this (shared
@@ -195,7 +206,9 @@ class Tensor : public detail::ExprTag {
       return *this;
     } else {
       require_defined("to()");
-      return copy_span_to<To>(true);
+      auto out = copy_span_to<To>(true);
+      if (autograd_) detail::record_view(out, *this, [](const auto& g) { return g.to(D{}); }, "to()");
+      return out;
     }
   }
 
@@ -246,6 +259,61 @@ class Tensor : public detail::ExprTag {
     return value;
   }
 
+  // --- Autograd (autograd/graph.hpp) ------------------------------------------------
+  // A tensor that requires grad records the operations computed from it; a fused
+  // expression is ONE recorded operation whose backward is one fused kernel.
+
+  /// Marks this tensor (a leaf) as needing a gradient. Only floating-point tensors can.
+  /// The mark is shared by copies of this handle made afterwards.
+  Tensor& requires_grad_(bool needed = true) {
+    static_assert(detail::is_floating_v<T>, "et: only floating-point tensors can require grad");
+    require_defined("requires_grad_()");
+    if (autograd_ && autograd_->grad_fn)
+      throw Error("et: requires_grad_() on a tensor computed by a recorded operation; detach() it first");
+    meta().requires_grad = needed;
+    return *this;
+  }
+  /// True for a leaf that requires grad and for every result of a recorded operation.
+  bool requires_grad() const noexcept { return detail::meta_needs_grad(autograd_); }
+  /// True unless a recorded operation computed this tensor.
+  bool is_leaf() const noexcept { return !autograd_ || !autograd_->grad_fn; }
+  /// The accumulated gradient: undefined until a backward reached this (leaf) tensor.
+  Tensor grad() const { return autograd_ ? autograd_->grad : Tensor{}; }
+  /// Sets the accumulated gradient to zeros (in place, so handles to it see the zeros).
+  void zero_grad() {
+    if (autograd_ && autograd_->grad.defined()) {
+      NoGradGuard no_grad;
+      autograd_->grad = T(0);
+    }
+  }
+  /// The same storage and layout without autograd history: needs no gradient.
+  Tensor detach() const {
+    Tensor out = *this;
+    out.autograd_.reset();
+    if (autograd_) out.meta().version = autograd_->version;  // in-place writes stay visible
+    return out;
+  }
+  /// Computes the gradients of this 0-d (or one-element) tensor with respect to every leaf
+  /// that requires grad and that it was computed from, adding them to their grad().
+  /// Frees the graph's saved tensors unless `et::retain_graph` is passed.
+  void backward() const { detail::run_backward<T, Rank, D>(*this, nullptr, false); }
+  void backward(RetainGraph) const { detail::run_backward<T, Rank, D>(*this, nullptr, true); }
+  /// The same for a tensor of any shape, given the gradient of some scalar w.r.t. it.
+  void backward(const Tensor& gradient) const { detail::run_backward<T, Rank, D>(*this, &gradient, false); }
+  void backward(const Tensor& gradient, RetainGraph) const { detail::run_backward<T, Rank, D>(*this, &gradient, true); }
+
+  /// Internal: the autograd state (null for a handle that never took part in autograd).
+  const detail::MetaPtr<T, Rank, D>& autograd_meta() const noexcept { return autograd_; }
+  /// Internal: this handle's autograd state, created on first use.
+  detail::AutogradMeta<T, Rank, D>& meta() {
+    if (!autograd_) autograd_ = std::make_shared<detail::AutogradMeta<T, Rank, D>>();
+    return *autograd_;
+  }
+  /// Internal: counts an in-place write (version counter, autograd/meta.hpp).
+  void note_write() const noexcept {
+    if (autograd_) autograd_->version->value.fetch_add(1, std::memory_order_relaxed);
+  }
+
   // --- Views -------------------------------------------------------------------------
   // A view is a new handle on the same storage with another shape, strides or offset:
   // it copies no element and costs O(Rank) host work, on every device (plain C++ files
@@ -265,7 +333,8 @@ class Tensor : public detail::ExprTag {
   template <std::size_t N>
   Tensor<T, int(N), D> view(const std::array<std::int64_t, N>& shape) const {
     require_defined("view()");
-    return share_storage(detail::view_layout(strided_layout(), shape));
+    return share_storage(detail::view_layout(strided_layout(), shape), "view()",
+                         [shape = shape_](const auto& g) { return g.reshape(shape); });
   }
   template <std::size_t N>
   Tensor<T, int(N), D> view(const std::int64_t (&shape)[N]) const {
@@ -283,7 +352,8 @@ class Tensor : public detail::ExprTag {
     require_defined("reshape()");
     const auto extents = detail::infer_view_shape("reshape()", shape, shape_);
     if (const auto strides = detail::view_strides(shape_, strides_, extents))
-      return Tensor<T, int(N), D>(storage_, offset_, extents, *strides);
+      return share_storage(detail::StridedLayout<N>{extents, *strides, offset_}, "reshape()",
+                           [shape = shape_](const auto& g) { return g.reshape(shape); });
     return contiguous().view(extents);  // not viewable, hence not contiguous: contiguous() copies
   }
   template <std::size_t N>
@@ -295,14 +365,18 @@ class Tensor : public detail::ExprTag {
   Tensor transpose(int a, int b) const {
     static_assert(Rank >= 1, "et: transpose() needs a tensor of rank 1 or more");
     require_defined("transpose()");
-    return share_storage(detail::transpose_layout(strided_layout(), a, b));
+    return share_storage(detail::transpose_layout(strided_layout(), a, b), "transpose()",
+                         [a, b](const auto& g) { return g.transpose(a, b); });
   }
 
   /// The axes reordered: axis k of the result is axis axes[k] of this tensor. `axes` must
   /// name every axis exactly once (negative axes allowed), else ShapeError. Copies nothing.
   Tensor permute(const std::array<int, Rank>& axes) const {
     require_defined("permute()");
-    return share_storage(detail::permute_layout(strided_layout(), axes));
+    std::array<int, Rank> inverse{};
+    for (int k = 0; k < Rank; ++k) inverse[static_cast<std::size_t>(detail::normalize_axis(axes[k], Rank))] = k;
+    return share_storage(detail::permute_layout(strided_layout(), axes), "permute()",
+                         [inverse](const auto& g) { return g.permute(inverse); });
   }
   template <std::size_t N>
   Tensor permute(const int (&axes)[N]) const {
@@ -317,7 +391,12 @@ class Tensor : public detail::ExprTag {
   /// (bounds are never clamped). Copies nothing.
   Tensor slice(int axis, std::int64_t begin, std::int64_t end, std::int64_t step = 1) const {
     require_defined("slice()");
-    return share_storage(detail::slice_layout(strided_layout(), axis, begin, end, step));
+    return share_storage(detail::slice_layout(strided_layout(), axis, begin, end, step), "slice()",
+                         [=, shape = shape_](const auto& g) {
+                           Tensor base = zeros_like_shape(shape);
+                           base.raw_view(detail::slice_layout(base.strided_layout(), axis, begin, end, step)) = g;
+                           return base;
+                         });
   }
 
   /// The sub-tensor at `index` along `axis`, with that axis removed: a
@@ -327,7 +406,12 @@ class Tensor : public detail::ExprTag {
     static_assert(Rank >= 1, "et: select() needs a tensor of rank 1 or more: a rank-0 tensor has no axis");
     if constexpr (Rank >= 1) {
       require_defined("select()");
-      return share_storage(detail::select_layout(strided_layout(), axis, index));
+      return share_storage(detail::select_layout(strided_layout(), axis, index), "select()",
+                           [=, shape = shape_](const auto& g) {
+                             Tensor base = zeros_like_shape(shape);
+                             base.raw_view(detail::select_layout(base.strided_layout(), axis, index)) = g;
+                             return base;
+                           });
     }
   }
 
@@ -335,7 +419,8 @@ class Tensor : public detail::ExprTag {
   /// (-1 appends it): a Tensor<T, Rank + 1, D>. Copies nothing.
   Tensor<T, Rank + 1, D> unsqueeze(int axis) const {
     require_defined("unsqueeze()");
-    return share_storage(detail::unsqueeze_layout(strided_layout(), axis));
+    return share_storage(detail::unsqueeze_layout(strided_layout(), axis), "unsqueeze()",
+                         [axis](const auto& g) { return g.squeeze(axis); });
   }
 
   /// `axis` removed: a Tensor<T, Rank - 1, D>. The axis must have extent 1, else
@@ -345,7 +430,8 @@ class Tensor : public detail::ExprTag {
     static_assert(Rank >= 1, "et: squeeze() needs a tensor of rank 1 or more: a rank-0 tensor has no axis");
     if constexpr (Rank >= 1) {
       require_defined("squeeze()");
-      return share_storage(detail::squeeze_layout(strided_layout(), axis));
+      return share_storage(detail::squeeze_layout(strided_layout(), axis), "squeeze()",
+                           [axis](const auto& g) { return g.unsqueeze(axis); });
     }
   }
 
@@ -357,7 +443,8 @@ class Tensor : public detail::ExprTag {
   template <std::size_t N>
   Tensor<T, int(N), D> expand(const std::array<std::int64_t, N>& shape) const {
     require_defined("expand()");
-    return share_storage(detail::expand_layout(strided_layout(), shape));
+    return share_storage(detail::expand_layout(strided_layout(), shape), "expand()",
+                         [from = shape_](const auto& g) { return detail::sum_to(g, from); });
   }
   template <std::size_t N>
   Tensor<T, int(N), D> expand(const std::int64_t (&shape)[N]) const {
@@ -407,10 +494,26 @@ class Tensor : public detail::ExprTag {
 
   detail::StridedLayout<Rank> strided_layout() const { return {shape_, strides_, offset_}; }
 
-  /// A view: another layout over this tensor's storage.
+  /// A view: another layout over this tensor's storage. `back(gradient of the view)` gives
+  /// this tensor's gradient, recorded when this tensor needs one (autograd/views.hpp).
+  template <std::size_t N, class Back>
+  Tensor<T, int(N), D> share_storage(const detail::StridedLayout<N>& layout, const char* name, const Back& back) const {
+    Tensor<T, int(N), D> out(storage_, layout.offset, layout.shape, layout.strides);
+    if (autograd_) detail::record_view(out, *this, back, name);
+    return out;
+  }
+
+  /// A view that records nothing (the backward of slice and select writes through one).
   template <std::size_t N>
-  Tensor<T, int(N), D> share_storage(const detail::StridedLayout<N>& layout) const {
+  Tensor<T, int(N), D> raw_view(const detail::StridedLayout<N>& layout) const {
     return Tensor<T, int(N), D>(storage_, layout.offset, layout.shape, layout.strides);
+  }
+
+  /// Zeros of `shape` (a view's backward scatters its gradient into them).
+  static Tensor zeros_like_shape(const Shape<Rank>& shape) {
+    Tensor out = allocate(shape);
+    out = T(0);
+    return out;
   }
 
   template <Device To>
@@ -428,6 +531,7 @@ class Tensor : public detail::ExprTag {
   }
 
   std::shared_ptr<void> storage_;
+  detail::MetaPtr<T, Rank, D> autograd_;
   std::int64_t offset_ = 0;
   Shape<Rank> shape_{};
   Shape<Rank> strides_{};

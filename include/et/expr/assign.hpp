@@ -87,6 +87,56 @@ void run_on_device(const Tensor<T, R, D>& dst, const E& expr) {
   else run_elementwise(backend<D>, dst, expr);  // backend/backend.hpp
 }
 
+/// Defined in autograd/fused.hpp: assign() when the assignment is recorded for autograd.
+template <class T, int Rank, class D, class E>
+void assign_recorded(Tensor<T, Rank, D>& dst, const E& expr);
+
+/// True when some tensor of the expression needs a gradient (autograd/fused.hpp walks
+/// matmul operands too). Overloads per node type, found by argument-dependent lookup.
+template <class T, int R, class D>
+bool needs_grad(const Tensor<T, R, D>& t) {
+  return meta_needs_grad(t.autograd_meta());
+}
+template <class E>
+  requires(!is_tensor_v<E> && !is_map_v<E>)
+bool needs_grad(const E&) {
+  return false;
+}
+template <class Op, class... Cs>
+bool needs_grad(const MapExpr<Op, Cs...>& e) {
+  return std::apply([](const auto&... children) { return (needs_grad(children) || ...); }, e.children());
+}
+
+/// The shape an assignment to dst gives it: dst's own, or, when dst is undefined, the
+/// expression's.
+template <class T, int Rank, class D, class E>
+Shape<Rank> assigned_shape(const Tensor<T, Rank, D>& dst, const E& expr) {
+  if (dst.defined()) return dst.shape();
+  Shape<Rank> shape;
+  shape.fill(1);
+  return broadcast_shape(shape, expr.shape());
+}
+
+/// The evaluation itself, recorded or not: allocates an undefined dst, checks shapes and
+/// overlap, then runs one kernel (one loop on the CPU).
+template <class T, int Rank, class D, class E>
+void evaluate(Tensor<T, Rank, D>& dst, const E& expr) {
+  if (!dst.defined()) dst = Tensor<T, Rank, D>::allocate(assigned_shape(dst, expr));
+  else dst.note_write();  // an in-place write (autograd's version counter)
+  check_assignable(dst.shape(), expr.shape());
+  check_no_internal_overlap(dst.shape(), dst.strides());  // an expand()ed destination: writes would race
+  if (dst.numel() == 0) return;
+  if constexpr (contains_matmul_v<E>) {
+    assign_with_matmul(dst, expr);  // ops/linalg.hpp: the GEMMs first, then the elementwise rest
+  } else if (reads_overlap_writes(dst, expr)) {
+    const Tensor<T, Rank, D> temporary = Tensor<T, Rank, D>::allocate(dst.shape());
+    run_on_device(temporary, expr);
+    run_on_device(dst, temporary);
+  } else {
+    run_on_device(dst, expr);
+  }
+}
+
 template <class T, int Rank, class D, class E>
 void assign(Tensor<T, Rank, D>& dst, const E& expr) {
   [[maybe_unused]] const auto checked = common_device_of<D, typename E::device_type>();
@@ -102,23 +152,12 @@ void assign(Tensor<T, Rank, D>& dst, const E& expr) {
                 "et: assigning a floating-point expression to an integer or bool tensor would truncate; "
                 "convert explicitly with et::cast<T>(expr)");
   if constexpr (rank_fits && no_truncation) {  // after a failed check, report nothing more
-    if (!dst.defined()) {
-      Shape<Rank> shape;
-      shape.fill(1);
-      dst = Tensor<T, Rank, D>::allocate(broadcast_shape(shape, expr.shape()));
+#if !defined(ET_NO_AUTOGRAD)
+    if constexpr (is_floating_v<T> && is_floating_v<typename E::value_type>) {
+      if (grad_enabled() && needs_grad(expr)) return assign_recorded(dst, expr);
     }
-    check_assignable(dst.shape(), expr.shape());
-    check_no_internal_overlap(dst.shape(), dst.strides());  // an expand()ed destination: writes would race
-    if (dst.numel() == 0) return;
-    if constexpr (contains_matmul_v<E>) {
-      assign_with_matmul(dst, expr);  // ops/linalg.hpp: the GEMMs first, then the elementwise rest
-    } else if (reads_overlap_writes(dst, expr)) {
-      const Tensor<T, Rank, D> temporary = Tensor<T, Rank, D>::allocate(dst.shape());
-      run_on_device(temporary, expr);
-      run_on_device(dst, temporary);
-    } else {
-      run_on_device(dst, expr);
-    }
+#endif
+    evaluate(dst, expr);
   }
 }
 

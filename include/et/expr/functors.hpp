@@ -3,6 +3,11 @@
 // functor only sees float, double, int32, int64 and bool), promotes them and computes.
 // The same code runs in CUDA kernels and in the CPU loop. Adding a function = one
 // functor here + one named function in operators.hpp.
+//
+// Beside its forward, a differentiable functor states its derivatives:
+// `partial<K>(out, args...)` is d out / d args[K] at these operands, given the forward's
+// result `out` (autograd/tape.hpp multiplies it into the adjoint). Points where the
+// derivative does not exist take PyTorch's documented conventions (subgradients).
 #pragma once
 
 #include <math.h>
@@ -69,12 +74,15 @@ ET_HD C arithmetic(C a, C b, F f) {
 
 struct PlusFn {
   template <class X> ET_HD X operator()(X a, X b) const { return a + b; }
+  template <int K, class X> ET_HD static X partial(X, X) { return X(1); }
 };
 struct MinusFn {
   template <class X> ET_HD X operator()(X a, X b) const { return a - b; }
+  template <int K, class X> ET_HD static X partial(X, X) { return K == 0 ? X(1) : X(-1); }
 };
 struct TimesFn {
   template <class X> ET_HD X operator()(X a, X b) const { return a * b; }
+  template <int K, class X> ET_HD static X partial(X a, X b) { return K == 0 ? b : a; }
 };
 
 /// +, -, * on the promoted type (integers wrap).
@@ -83,6 +91,10 @@ struct Arithmetic {
   template <class A, class B> ET_HD auto operator()(A a, B b) const {
     using C = promote_t<A, B>;
     return arithmetic<C>(C(a), C(b), Fn{});
+  }
+  template <int K, class R, class A, class B> ET_HD static auto partial(R, A a, B b) {
+    using C = promote_t<A, B>;
+    return Fn::template partial<K>(C(a), C(b));
   }
 };
 using Add = Arithmetic<PlusFn>;
@@ -94,11 +106,23 @@ struct Div {
     using C = floating_t<promote_t<A, B>>;
     return C(a) / C(b);
   }
+  template <int K, class R, class A, class B> ET_HD static auto partial(R, A a, B b) {
+    using C = floating_t<promote_t<A, B>>;
+    if constexpr (K == 0) return C(1) / C(b);
+    else return -C(a) / (C(b) * C(b));
+  }
 };
 struct Pow {
   template <class A, class B> ET_HD auto operator()(A a, B b) const {
     using C = floating_t<promote_t<A, B>>;
     return math::pow(C(a), C(b));
+  }
+  /// As PyTorch: d/dx is 0 where p == 0; d/dp is 0 where x == 0 and p >= 0.
+  template <int K, class R, class A, class B> ET_HD static auto partial(R out, A a, B b) {
+    using C = floating_t<promote_t<A, B>>;
+    const C x = C(a), p = C(b);
+    if constexpr (K == 0) return p == C(0) ? C(0) : p * math::pow(x, p - C(1));
+    else return x == C(0) && p >= C(0) ? C(0) : C(out) * math::log(x);
   }
 };
 /// NaN-propagating, like torch.maximum (unlike IEEE fmax).
@@ -110,6 +134,13 @@ struct Maximum {
     if (is_nan(y)) return y;
     return x > y ? x : y;
   }
+  /// As torch.maximum: ties split the gradient in halves.
+  template <int K, class R, class A, class B> ET_HD static auto partial(R, A a, B b) {
+    using C = promote_t<A, B>;
+    const C x = C(a), y = C(b);
+    if (x == y) return C(0.5);
+    return (K == 0 ? x < y : x > y) ? C(0) : C(1);
+  }
 };
 struct Minimum {
   template <class A, class B> ET_HD auto operator()(A a, B b) const {
@@ -118,6 +149,12 @@ struct Minimum {
     if (is_nan(x)) return x;
     if (is_nan(y)) return y;
     return x < y ? x : y;
+  }
+  template <int K, class R, class A, class B> ET_HD static auto partial(R, A a, B b) {
+    using C = promote_t<A, B>;
+    const C x = C(a), y = C(b);
+    if (x == y) return C(0.5);
+    return (K == 0 ? x > y : x < y) ? C(0) : C(1);
   }
 };
 
@@ -148,6 +185,7 @@ struct Negate {
     if constexpr (std::is_floating_point_v<A>) return -a;  // -(+0.0) is -0.0, as in PyTorch
     else return arithmetic<A>(A(0), a, MinusFn{});
   }
+  template <int K, class R, class A> ET_HD static A partial(R, A) { return A(-1); }
 };
 struct Abs {
   template <class A> ET_HD A operator()(A a) const {
@@ -155,33 +193,48 @@ struct Abs {
     else if constexpr (std::is_same_v<A, bool>) return a;
     else return a < 0 ? arithmetic<A>(A(0), a, MinusFn{}) : a;
   }
+  /// sign(x): 0 at 0, as PyTorch.
+  template <int K, class R, class A> ET_HD static A partial(R, A a) { return a > A(0) ? A(1) : a < A(0) ? A(-1) : A(0); }
 };
 struct Square {
   template <class A> ET_HD A operator()(A a) const { return arithmetic<A>(a, a, TimesFn{}); }
+  template <int K, class R, class A> ET_HD static A partial(R, A a) { return A(2) * a; }
 };
 /// relu(NaN) is NaN, as in PyTorch.
 struct Relu {
   template <class A> ET_HD A operator()(A a) const { return a < A(0) ? A(0) : a; }
+  /// 0 at 0, as PyTorch (threshold_backward).
+  template <int K, class R, class A> ET_HD static A partial(R, A a) { return a > A(0) ? A(1) : A(0); }
 };
 
 /// Math functions compute in floating_t<A>: integer and bool inputs give float results.
+/// Fn::derivative(x, y) is dy/dx at x, given y = apply(x).
 template <class Fn>
 struct FloatingUnary {
   template <class A> ET_HD auto operator()(A a) const { return Fn::apply(floating_t<A>(a)); }
+  template <int K, class R, class A> ET_HD static auto partial(R out, A a) {
+    using C = floating_t<A>;
+    return Fn::derivative(C(a), C(out));
+  }
 };
-struct ExpFn { template <class C> ET_HD static C apply(C x) { return math::exp(x); } };
-struct LogFn { template <class C> ET_HD static C apply(C x) { return math::log(x); } };
-struct Log1pFn { template <class C> ET_HD static C apply(C x) { return math::log1p(x); } };
-struct SqrtFn { template <class C> ET_HD static C apply(C x) { return math::sqrt(x); } };
-struct RsqrtFn { template <class C> ET_HD static C apply(C x) { return math::rsqrt(x); } };
-struct SinFn { template <class C> ET_HD static C apply(C x) { return math::sin(x); } };
-struct CosFn { template <class C> ET_HD static C apply(C x) { return math::cos(x); } };
-struct TanhFn { template <class C> ET_HD static C apply(C x) { return math::tanh(x); } };
-struct SigmoidFn { template <class C> ET_HD static C apply(C x) { return C(1) / (C(1) + math::exp(-x)); } };
+#define ET_UNARY_FN(NAME, FORWARD, DERIVATIVE)                      \
+  struct NAME {                                                     \
+    template <class C> ET_HD static C apply(C x) { return FORWARD; } \
+    template <class C> ET_HD static C derivative([[maybe_unused]] C x, [[maybe_unused]] C y) { return DERIVATIVE; } \
+  };
+ET_UNARY_FN(ExpFn, math::exp(x), y)
+ET_UNARY_FN(LogFn, math::log(x), C(1) / x)
+ET_UNARY_FN(Log1pFn, math::log1p(x), C(1) / (C(1) + x))
+ET_UNARY_FN(SqrtFn, math::sqrt(x), C(0.5) / y)
+ET_UNARY_FN(RsqrtFn, math::rsqrt(x), C(-0.5) * y * y * y)
+ET_UNARY_FN(SinFn, math::sin(x), math::cos(x))
+ET_UNARY_FN(CosFn, math::cos(x), -math::sin(x))
+ET_UNARY_FN(TanhFn, math::tanh(x), C(1) - y * y)
+ET_UNARY_FN(SigmoidFn, C(1) / (C(1) + math::exp(-x)), y * (C(1) - y))
 /// The exact (erf) form: PyTorch's default, approximate='none'.
-struct GeluFn {
-  template <class C> ET_HD static C apply(C x) { return C(0.5) * x * (C(1) + math::erf(x * C(0.70710678118654752440))); }
-};
+ET_UNARY_FN(GeluFn, C(0.5) * x * (C(1) + math::erf(x * C(0.70710678118654752440))),
+            C(0.5) * (C(1) + math::erf(x * C(0.70710678118654752440))) +
+                x * C(0.39894228040143267794) * math::exp(C(-0.5) * x * x))
 using Exp = FloatingUnary<ExpFn>;
 using Log = FloatingUnary<LogFn>;
 using Log1p = FloatingUnary<Log1pFn>;
@@ -197,14 +250,29 @@ struct GeluTanhFn {
   template <class C> ET_HD static C apply(C x) {
     return C(0.5) * x * (C(1) + math::tanh(C(0.79788456080286535588) * (x + C(0.044715) * x * x * x)));
   }
+  template <class C> ET_HD static C derivative(C x, C) {
+    const C t = math::tanh(C(0.79788456080286535588) * (x + C(0.044715) * x * x * x));
+    return C(0.5) * (C(1) + t) +
+           C(0.5) * x * (C(1) - t * t) * C(0.79788456080286535588) * (C(1) + C(3 * 0.044715) * x * x);
+  }
 };
 using GeluTanh = FloatingUnary<GeluTanhFn>;
+#undef ET_UNARY_FN
 
 /// clamp(x, lo, hi) = minimum(maximum(x, lo), hi); NaN in x propagates.
 struct Clamp {
   template <class A, class L, class H> ET_HD auto operator()(A a, L lo, H hi) const {
     using C = promote_t<promote_t<A, L>, H>;
     return Minimum{}(Maximum{}(C(a), C(lo)), C(hi));
+  }
+  /// As PyTorch's clamp with tensor bounds: x where lo <= x <= hi; lo where x < lo < hi;
+  /// hi where x > hi or hi < lo.
+  template <int K, class R, class A, class L, class H> ET_HD static auto partial(R, A a, L l, H h) {
+    using C = promote_t<promote_t<A, L>, H>;
+    const C x = C(a), lo = C(l), hi = C(h);
+    if constexpr (K == 0) return x >= lo && x <= hi ? C(1) : C(0);
+    else if constexpr (K == 1) return x < lo && lo < hi ? C(1) : C(0);
+    else return x > hi || hi < lo ? C(1) : C(0);
   }
 };
 /// where(mask, a, b): a where mask is true (non-zero), else b.
@@ -215,6 +283,11 @@ struct Where {
     using C = promote_t<A, B>;
     return static_cast<bool>(mask) ? C(a) : C(b);
   }
+  template <int K, class R, class M, class A, class B> ET_HD static auto partial(R, M mask, A, B) {
+    using C = promote_t<A, B>;
+    if constexpr (K == 0) return C(0);  // a floating mask: no gradient
+    else return static_cast<bool>(mask) == (K == 1) ? C(1) : C(0);
+  }
 };
 /// Converts to U and goes on in U's compute type: cast<half>(x) rounds x to half precision.
 template <class U>
@@ -222,6 +295,7 @@ struct Cast {
   template <class... Ts>
   using element_type = U;
   template <class A> ET_HD compute_t<U> operator()(A a) const { return compute_t<U>(static_cast<U>(a)); }
+  template <int K, class R, class A> ET_HD static R partial(R, A) { return R(1); }
 };
 
 }  // namespace et::detail

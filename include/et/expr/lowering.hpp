@@ -16,6 +16,17 @@ namespace et::detail {
 template <class A, class B>
 class MatmulExpr;  // ops/linalg.hpp
 
+template <class E>
+inline constexpr bool is_matmul_v = false;
+template <class A, class B>
+inline constexpr bool is_matmul_v<MatmulExpr<A, B>> = true;
+
+/// True when a matmul's operands need a gradient (autograd: expr/assign.hpp).
+template <class A, class B>
+bool needs_grad(const MatmulExpr<A, B>& e) {
+  return needs_grad(e.lhs()) || needs_grad(e.rhs());
+}
+
 /// True when an expression tree holds a matmul node anywhere.
 template <class E>
 inline constexpr bool contains_matmul_v = false;

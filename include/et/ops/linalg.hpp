@@ -109,11 +109,6 @@ class MatmulExpr : public ExprTag {
 };
 
 template <class E>
-inline constexpr bool is_matmul_v = false;
-template <class A, class B>
-inline constexpr bool is_matmul_v<MatmulExpr<A, B>> = true;
-
-template <class E>
 inline constexpr bool has_no_storage_v = false;  // scalars and generators read no memory
 template <class T>
 inline constexpr bool has_no_storage_v<ScalarExpr<T>> = true;

@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "et/autograd/fused.hpp"
 #include "et/backend/cpu/nn.hpp"
 #include "et/backend/cuda/nn.hpp"
 #include "et/expr/assign.hpp"
@@ -71,6 +72,58 @@ inline std::string describe_pooling(const PoolGeometry& g) {
   return "pooling input " + format_shape(g.input_shape()) + " (" + layout_name(g.layout) + ")";
 }
 
+/// Records y = conv2d(x, w[, bias]) for autograd: one node whose backward runs the
+/// backend's data and filter gradients (cuDNN / im2col) and sums dy for the bias.
+template <class T, class D, class TB, int RB, class DB>
+void record_conv([[maybe_unused]] Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, const Tensor<T, 4, D>& w,
+                 const Tensor<TB, RB, DB>* bias, const Conv2dOptions& options) {
+#if !defined(ET_NO_AUTOGRAD)
+  if (!grad_enabled() || !(needs_grad(x) || needs_grad(w) || (bias && needs_grad(*bias)))) return;
+  auto data_and_filter = [options](const auto& g, const auto& needs, const auto& x, const auto& w) {
+    Tensor<T, 4, D> dx, dw;
+    if (needs[0]) dx = conv2d_backward_data(g, w, x.shape(), options);
+    if (needs[1]) dw = conv2d_backward_filter(x, g, w.shape(), options);
+    return std::tuple{dx, dw};
+  };
+  if (bias == nullptr) {
+    attach(y, make_op_node<Tensor<T, 4, D>>("conv2d", std::tie(x, w), data_and_filter, x, w));
+  } else {
+    auto with_bias = [data_and_filter, nhwc = options.layout == Layout::nhwc](const auto& g, const auto& needs,
+                                                                              const auto& x, const auto& w) {
+      auto [dx, dw] = data_and_filter(g, needs, x, w);
+      Tensor<TB, 1, D> db;
+      const std::int64_t k = g.size(nhwc ? 3 : 1);
+      if (needs[2]) db = nhwc ? sum_to(g, Shape<1>{k}) : sum_to(g, Shape<3>{k, 1, 1}).view(Shape<1>{k});
+      return std::tuple{dx, dw, db};
+    };
+    attach(y, make_op_node<Tensor<T, 4, D>>("conv2d", std::tie(x, w, *bias), with_bias, x, w));
+  }
+#endif
+}
+
+/// Records y = max_pool2d(x) or avg_pool2d(x) for autograd.
+template <class T, class D>
+void record_pool([[maybe_unused]] Tensor<T, 4, D>& y, [[maybe_unused]] const Tensor<T, 4, D>& x,
+                 [[maybe_unused]] const Pool2dOptions& options, [[maybe_unused]] bool max) {
+#if !defined(ET_NO_AUTOGRAD)
+  if (!grad_enabled() || !needs_grad(x)) return;
+  if (max) {
+    y.meta();  // its version counter, shared by the saved handle (which holds no graph)
+    const Tensor<T, 4, D> saved = y.detach();
+    auto backward = [options](const auto& g, const auto&, const auto& x, const auto& y) {
+      return std::tuple{max_pool2d_backward(g, x, y, options)};
+    };
+    attach(y, make_op_node<Tensor<T, 4, D>>("max_pool2d", std::tie(x), backward, x,
+                                            saved));
+  } else {
+    auto backward = [options, shape = x.shape()](const auto& g, const auto&) {
+      return std::tuple{avg_pool2d_backward(g, shape, options)};
+    };
+    attach(y, make_op_node<Tensor<T, 4, D>>("avg_pool2d", std::tie(x), backward));
+  }
+#endif
+}
+
 template <class TX, int RX, class DX, class TW, int RW, class DW, class TB, int RB, class DB>
 Tensor<TX, 4, DX> conv2d_impl(const Tensor<TX, RX, DX>& x, const Tensor<TW, RW, DW>& w, const Tensor<TB, RB, DB>* bias,
                               const Conv2dOptions& options) {
@@ -90,6 +143,7 @@ Tensor<TX, 4, DX> conv2d_impl(const Tensor<TX, RX, DX>& x, const Tensor<TW, RW, 
     auto y = Tensor<TX, 4, D>::allocate(g.output_shape());
     if (y.numel() == 0) return y;
     conv_forward(backend<D>, g, options.allow_tf32, x, w, bias, y);
+    record_conv(y, x, w, bias, options);
     return y;
   } else {
     return {};
@@ -106,6 +160,7 @@ Tensor<T, 4, D> pool2d_impl(const char* operation, const Tensor<T, R, D>& x, con
     auto y = Tensor<T, 4, D>::allocate(g.output_shape());
     if (y.numel() == 0) return y;
     pool_forward(backend<D>, g, max, x, y);
+    record_pool(y, x, options, max);
     return y;
   } else {
     return {};

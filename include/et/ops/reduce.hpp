@@ -46,14 +46,29 @@ using sum_result_t = std::conditional_t<is_floating_v<T>, T, std::int64_t>;
 template <class E>
 using expression_device_t = typename E::device_type;
 
+// Defined in autograd/reduce.hpp: records out = reduce(expr) for autograd (axis -1: all).
+template <template <class> class Op, class T, int RO, class D, class E>
+void record_reduction(Tensor<T, RO, D>& out, const E& expr, int axis, const char* name);
+
+/// Records a reduction's result when autograd needs it.
+template <template <class> class Op, class T, int RO, class D, class E>
+void maybe_record_reduction([[maybe_unused]] Tensor<T, RO, D>& out, [[maybe_unused]] const E& expr,
+                            [[maybe_unused]] int axis, [[maybe_unused]] const char* name) {
+#if !defined(ET_NO_AUTOGRAD)
+  if constexpr (is_floating_v<T> && is_floating_v<typename E::value_type>)
+    if (grad_enabled() && needs_grad(expr)) record_reduction<Op>(out, expr, axis, name);
+#endif
+}
+
 template <class E>
 void require_device_expression() {
   static_assert(Device<typename E::device_type>, "et: a reduction needs an expression with at least one tensor");
 }
 
-/// Reduces every element into a 0-d tensor. `needs_elements`: an empty input has no
+/// Reduces every element into a 0-d tensor (recorded for autograd unless Record is false:
+/// the derivatives of reductions use reductions themselves). `needs_elements`: an empty input has no
 /// answer (max, min, mean, argmax) and throws ShapeError.
-template <template <class> class Op, class Out, class E>
+template <template <class> class Op, class Out, class E, bool Record = true>
 Tensor<Out, 0, expression_device_t<E>> reduce_all(const E& expr, const char* name, bool needs_elements) {
   require_device_expression<E>();
   require_defined_operand(expr);
@@ -65,12 +80,13 @@ Tensor<Out, 0, expression_device_t<E>> reduce_all(const E& expr, const char* nam
                      ") is undefined");
   auto out = Tensor<Out, 0, D>::allocate({});
   reduce_into(backend<D>, Op<read_value_t<E>>{}, expr, out.data());  // backend/backend.hpp
+  if constexpr (Record) maybe_record_reduction<Op>(out, expr, -1, name);
   return out;
 }
 
 /// Reduces along `axis` into a tensor of rank OutRank: E::rank - 1, or E::rank with the
 /// axis kept as extent 1.
-template <template <class> class Op, class Out, int OutRank, class E>
+template <template <class> class Op, class Out, int OutRank, class E, bool Record = true>
 Tensor<Out, OutRank, expression_device_t<E>> reduce_axis(const E& expr, int axis, const char* name,
                                                          bool needs_elements) {
   require_device_expression<E>();
@@ -96,6 +112,7 @@ Tensor<Out, OutRank, expression_device_t<E>> reduce_axis(const E& expr, int axis
                      format_shape(shape) + " reduces an empty axis");
   auto out = Tensor<Out, OutRank, D>::allocate(out_shape);
   if (outputs > 0) reduce_axis_into(backend<D>, Op<read_value_t<E>>{}, expr, problem, out.data());
+  if constexpr (Record) maybe_record_reduction<Op>(out, expr, a, name);
   return out;
 }
 
@@ -183,7 +200,10 @@ ET_AXIS_REDUCTION(argmin, detail::ArgMinOp, std::int64_t, true, (void)0)
 template <Expression E>
 auto logsumexp(const E& e, int axis) {
   detail::require_floating<E>("logsumexp");
-  const auto m = max(e, axis, true);
+  const auto m = [&] {  // a constant for autograd: the result does not depend on it
+    NoGradGuard no_grad;
+    return max(e, axis, true);
+  }();
   const auto finite_max = eval(where(abs(m) == INFINITY, 0.0f, m));
   const auto total = sum(exp(e - finite_max), axis);
   return eval(log(total) + finite_max.squeeze(axis));
@@ -194,7 +214,10 @@ auto logsumexp(const E& e, int axis) {
 template <Expression E>
 auto softmax(const E& e, int axis) {
   detail::require_floating<E>("softmax");
-  const auto m = max(e, axis, true);
+  const auto m = [&] {  // a constant for autograd: the result does not depend on it
+    NoGradGuard no_grad;
+    return max(e, axis, true);
+  }();
   const auto total = sum(exp(e - m), axis, true);
   return eval(exp(e - m) / total);
 }

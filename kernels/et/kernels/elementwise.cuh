@@ -96,4 +96,19 @@ __global__ void __launch_bounds__(256) materialize_binding(Program in, int selec
     in.store_binding(select, out, i, detail::unravel<R, Index>(i, extents));
 }
 
+/// The fused backward of an expression (autograd/tape.hpp): every input's gradient for
+/// the elements of a grid-stride range, one element per thread and iteration. `linear`:
+/// every operand, the upstream gradient and every gradient written are laid out like the
+/// contiguous index space. One kernel per expression type (64-bit indices throughout).
+template <class Program, int R>
+__global__ void __launch_bounds__(256) gradient(Program program, detail::Coord<R, std::int64_t> extents,
+                                                std::int64_t n, bool linear) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i = next_index(i, stride, n)) {
+    if (linear) program.template run<true>(i, detail::Coord<R, std::int64_t>{});
+    else program.template run<false>(i, detail::unravel<R, std::int64_t>(i, extents));
+  }
+}
+
 }  // namespace et::kernels

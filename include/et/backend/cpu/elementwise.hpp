@@ -81,4 +81,20 @@ void run_elementwise(Backend, const Tensor<T, R, D>& dst, const E& expr) {
   run_loop<CpuIndex>(dst, expr, plan_elementwise(dst, expr).linear);
 }
 
+/// Runs a fused backward program (autograd/tape.hpp) over the index space `shape`: one
+/// parallel loop.
+template <class Program, std::size_t N>
+void run_gradient(Backend, const Program& program, const std::array<std::int64_t, N>& shape, bool linear) {
+  constexpr int R = static_cast<int>(N);
+  const CpuIndex n = checked_numel(shape);
+  if (linear) {
+#pragma omp parallel for if (n >= parallel_threshold) schedule(static)
+    for (CpuIndex i = 0; i < n; ++i) program.template run<true>(i, Coord<R, CpuIndex>{});
+    return;
+  }
+  const auto extents = to_coord<CpuIndex>(shape);
+#pragma omp parallel for if (n >= parallel_threshold) schedule(static)
+  for (CpuIndex i = 0; i < n; ++i) program.template run<false>(i, unravel<R, CpuIndex>(i, extents));
+}
+
 }  // namespace et::detail::cpu_backend

@@ -135,4 +135,16 @@ void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr
   ET_CUDA_CHECK(cudaGetLastError());
 }
 
+/// Runs a fused backward program (autograd/tape.hpp) over the index space `shape`: one
+/// kernel launch.
+template <int I, class Program, std::size_t N>
+void run_gradient(Backend<I>, Program program, const std::array<std::int64_t, N>& shape, bool linear) {
+  const std::int64_t n = checked_numel(shape);
+  if (n == 0) return;
+  const CudaCall call(I);
+  kernels::gradient<<<grid_for(n), block_threads, 0, call.stream()>>>(program, to_coord<std::int64_t>(shape), n,
+                                                                      linear);
+  ET_CUDA_CHECK(cudaGetLastError());
+}
+
 }  // namespace et::detail::cuda_backend

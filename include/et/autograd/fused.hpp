@@ -1,0 +1,277 @@
+// Recording a fused expression: `z = f(x, y, w)` is ONE node whose backward is one kernel
+// (autograd/tape.hpp) that writes the gradients of all of f's inputs, plus one reduction
+// per input that was broadcast. The node saves the expression, i.e. only its inputs (tensor
+// handles); the intermediate values are recomputed inside the backward kernel.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "et/autograd/graph.hpp"
+#include "et/autograd/tape.hpp"
+#include "et/expr/assign.hpp"
+#include "et/ops/reduce.hpp"
+
+namespace et::detail {
+
+// Defined in autograd/linalg.hpp (matmul nodes exist only where ops/linalg.hpp is included).
+template <class T, int R, class D, class A, class B>
+void record_matmul(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product);
+
+/// How a gradient over the index space `shape` is summed down to an operand of shape
+/// `to` broadcast into it: the kept axes first, then the summed ones, so that one
+/// contiguous buffer of [kept, summed] and one sum over its last axis do it.
+template <std::size_t R>
+struct SumPlan {
+  std::array<int, R> order{};             ///< buffer axis k is index-space axis order[k]
+  std::array<std::int64_t, R> extents{};  ///< the buffer's shape
+  std::array<int, R> inverse{};           ///< index-space axis d is buffer axis inverse[d]
+  std::int64_t kept = 1, summed = 1;
+};
+template <std::size_t N, std::size_t R>
+SumPlan<R> sum_plan(const std::array<std::int64_t, N>& to, const std::array<std::int64_t, R>& shape) {
+  SumPlan<R> plan;
+  std::size_t k = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::size_t d = 0; d != R; ++d) {
+      const std::int64_t extent = d + N + 1 > R ? to[d + N - R] : 1;  // (not >= R: R may be 0)
+      const bool sums = extent != shape[d];
+      if (sums != (pass == 1)) continue;
+      (sums ? plan.summed : plan.kept) *= shape[d];
+      plan.inverse[d] = static_cast<int>(k);
+      plan.order[k] = static_cast<int>(d);
+      plan.extents[k++] = shape[d];
+    }
+  return plan;
+}
+
+/// A buffer for a gradient over `shape` that will be summed down by `plan`, seen in the
+/// index space's axis order (so it can be written as any tensor of that shape).
+template <class T, class D, std::size_t R>
+Tensor<T, int(R), D> staging_buffer(const SumPlan<R>& plan) {
+  return Tensor<T, int(R), D>::allocate(plan.extents).permute(plan.inverse);
+}
+
+/// The staged gradient summed down to `to` (the sum is skipped where nothing is summed).
+template <class T, int R, class D, std::size_t N>
+Tensor<T, int(N), D> finish_sum(const Tensor<T, R, D>& staged, const SumPlan<std::size_t(R)>& plan,
+                                const std::array<std::int64_t, N>& to) {
+  const auto buffer = staged.permute(plan.order);  // contiguous again
+  if (plan.summed == 1) return buffer.view(to);
+  return sum(buffer.view(std::array<std::int64_t, 2>{plan.kept, plan.summed}), 1).view(to);
+}
+
+template <class T, int R, class D, std::size_t N>
+Tensor<T, int(N), D> sum_to(const Tensor<T, R, D>& g, const std::array<std::int64_t, N>& shape) {
+  const auto plan = sum_plan(shape, g.shape());
+  if (plan.summed == 1) return g.reshape(shape);
+  auto staged = staging_buffer<T, D>(plan);
+  staged.copy_(g);
+  return finish_sum(staged, plan, shape);
+}
+
+/// The seed of an assignment's backward: the gradient of the destination, read as is.
+struct PassSeed {
+  template <int R, class Index, class G, class E>
+  auto reader(const G& gradient, const Shape<R>& shape, const E&) const {
+    return UpstreamSeed<decltype(make_reader<R, Index>(gradient, shape))>{make_reader<R, Index>(gradient, shape)};
+  }
+  template <class G>
+  bool linear(const G& gradient) const {
+    return gradient.is_contiguous();
+  }
+  void release() {}
+};
+
+template <class Out, class E, int R, class Seed>
+class FusedBackward;
+
+/// The backward of an expression E evaluated over the index space Shape<R> into a result
+/// of type Tensor<T, RO, D>; Seed turns the result's gradient into the adjoint of E at each
+/// element (PassSeed for an assignment; reductions have their own: autograd/reduce.hpp).
+template <class T, int RO, class D, class E, int R, class Seed>
+class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public GradSink<T, RO, D> {
+  using Leaves = tree_tensors_t<E>;
+  static constexpr std::size_t L = list_size_v<Leaves>;
+  using Index = std::int64_t;
+
+ public:
+  /// `what` (a string literal) and `axis` (>= 0: a reduction over that axis) name the node.
+  FusedBackward(const E& expr, const Shape<R>& shape, Seed seed, const char* what, int axis = -1)
+      : expr_(expr), shape_(shape), seed_(std::move(seed)), what_(what), axis_(axis) {
+    std::size_t l = 0;
+    auto note = [&](const auto& leaf) {
+      this->next.push_back(edge_of(leaf));
+      versions_[l] = SavedVersion::of(leaf);
+      identity_[l++] = leaf.autograd_meta().get();
+    };
+    for_each_tree_tensor(expr, note);
+  }
+  std::string name() const override {
+    return std::string(what_) + (axis_ >= 0 ? " over axis " + std::to_string(axis_) : "") + " of " +
+           std::to_string(tree_ops_v<E>) + " fused operation(s), shape " + format_shape(shape_);
+  }
+
+  void apply(bool retain) override {
+    require_not_released(*this);
+    const Tensor<T, RO, D> g = this->take();
+    if (g.defined()) {
+      for (const auto& version : versions_) version.check(*this);
+      backward(g, std::make_index_sequence<L>{});
+    }
+    if (!retain) {
+      expr_.reset();
+      seed_.release();
+    }
+  }
+
+ private:
+  template <std::size_t... Ls>
+  void backward(const Tensor<T, RO, D>& g, std::index_sequence<Ls...>) {
+    using Root = tree_reader_t<R, Index, E>;
+    using SeedReader = decltype(seed_.template reader<R, Index>(g, shape_, *expr_));
+    using Writers = typename leaf_writers<Leaves, R, Index>::type;
+    GradProgram<Index, R, Root, SeedReader, Writers, L> program{
+        tree_reader<R, Index>(*expr_, shape_), seed_.template reader<R, Index>(g, shape_, *expr_), {}, {}};
+    // Leaves that are one tensor (same autograd state) form a group; its first leaf writes.
+    for (std::size_t me = 0; me != L; ++me) {
+      program.group[me] = -1;
+      for (std::size_t first = 0; this->next[me] && first <= me; ++first)
+        if (this->next[first] && identity_[first] == identity_[me]) {
+          program.group[me] = static_cast<signed char>(first);
+          break;
+        }
+    }
+    std::tuple<Tensor<typename list_at_t<Ls, Leaves>::value_type, R, D>...> staged;
+    std::array<SumPlan<std::size_t(R)>, L> plans{};
+    bool linear = seed_.linear(g) && plan_reads(shape_, *expr_).linear;
+    std::size_t l = 0;
+    auto prepare = [&](const auto& leaf) {
+      const std::size_t me = l++;
+      if (program.group[me] == static_cast<signed char>(me)) plans[me] = sum_plan(leaf.shape(), shape_);
+    };
+    for_each_tree_tensor(*expr_, prepare);
+    auto allocate = [&]<std::size_t Lf>(std::integral_constant<std::size_t, Lf>) {
+      if (program.group[Lf] != static_cast<signed char>(Lf)) return;
+      auto& out = std::get<Lf>(staged);
+      out = staging_buffer<typename list_at_t<Lf, Leaves>::value_type, D>(plans[Lf]);
+      pack_get<Lf>(program.writers) = make_writer<Index>(out);
+      linear = linear && out.is_contiguous();
+    };
+    (allocate(std::integral_constant<std::size_t, Ls>{}), ...);
+    run_gradient(backend<D>, program, shape_, linear);  // the one kernel
+    l = 0;
+    auto send_one = [&](const auto& leaf) {
+      const std::size_t me = l++;
+      if (program.group[me] != static_cast<signed char>(me)) return;
+      (void)((Ls == me && (send(this->next[Ls], finish_sum(std::get<Ls>(staged), plans[Ls], leaf.shape())), true)) ||
+             ...);
+    };
+    for_each_tree_tensor(*expr_, send_one);
+  }
+
+  std::optional<E> expr_;
+  Shape<R> shape_;
+  Seed seed_;
+  const char* what_;
+  int axis_;
+  std::array<SavedVersion, L> versions_{};
+  std::array<const void*, L> identity_{};
+};
+
+/// True when the backward program of E (an assignment to a Tensor<T, R, D>) fits one
+/// kernel's arguments and its leaves fit the program's group table.
+template <class T, int R, class D, class E>
+constexpr bool fits_gradient_kernel() {
+  using Index = std::int64_t;
+  using Leaves = tree_tensors_t<E>;
+  constexpr std::size_t L = list_size_v<Leaves>;
+  if constexpr (L > 100) {
+    return false;
+  } else {
+    using Program = GradProgram<Index, R, tree_reader_t<R, Index, E>, UpstreamSeed<TensorReader<T, R, Index>>,
+                                typename leaf_writers<Leaves, R, Index>::type, L>;
+    return sizeof(Program) + sizeof(Coord<R, Index>) + 16 <= kernel_parameter_limit;
+  }
+}
+
+/// Expressions of more than sharing_threshold operations (the ones with shared
+/// subexpressions, evaluated as DAGs: docs/design.md) are not recorded: their backward
+/// would have to be a DAG too, and compiling a fallback for every such expression would
+/// double its compile time whether or not a program ever differentiates it.
+template <class E>
+[[noreturn]] void throw_large_expression() {
+  throw Error("et: autograd records expressions of up to " + std::to_string(sharing_threshold) +
+              " operations; this one has " + std::to_string(tree_ops_v<E>) +
+              " (counting every use of a shared subexpression): evaluate parts of it into tensors first "
+              "(et::eval), each of which is then recorded");
+}
+
+/// The subexpressions of a large expression already evaluated by a split recording, by
+/// heap identity (node.hpp): a subexpression used several times is evaluated once.
+struct SplitMemo {
+  std::vector<std::pair<const void*, std::shared_ptr<void>>> done;
+};
+
+template <class T, int R, class D, class Op, class... Cs>
+void assign_split_recorded(Tensor<T, R, D>& dst, const MapExpr<Op, Cs...>& expr, SplitMemo& memo);
+
+/// An operand of a split recording as a tensor: map nodes evaluated (and recorded), once.
+template <class D, class C>
+auto split_operand(const C& child, SplitMemo& memo) {
+  if constexpr (!is_map_v<C>) {
+    return child;
+  } else {
+    using Out = Tensor<typename C::value_type, C::rank, D>;
+    const void* id = child.identity();
+    if (id)
+      for (const auto& [key, value] : memo.done)
+        if (key == id) return *static_cast<const Out*>(value.get());
+    Out out;
+    assign(out, child);
+    if (id) memo.done.emplace_back(id, std::make_shared<Out>(out));
+    return out;
+  }
+}
+
+/// Records an expression as several nodes: each map operand of the root is evaluated
+/// (recorded) first, and the root then reads those tensors. For expressions whose tree is
+/// larger than the fused backward takes (shared subexpressions, docs/design.md) or whose
+/// backward program would not fit one kernel's arguments.
+template <class T, int R, class D, class Op, class... Cs>
+void assign_split_recorded(Tensor<T, R, D>& dst, const MapExpr<Op, Cs...>& expr, SplitMemo& memo) {
+  std::apply([&](const auto&... children) { assign(dst, make_map<Op>(split_operand<D>(children, memo)...)); },
+             expr.children());
+}
+
+template <class T, int Rank, class D, class E>
+void assign_recorded(Tensor<T, Rank, D>& dst, const E& expr) {
+  if (dst.defined() && dst.requires_grad() && dst.is_leaf())
+    throw Error("et: writing into a leaf tensor that requires grad while recording; write under et::NoGradGuard "
+                "(as optimizers do), or into a tensor that does not require grad");
+  if constexpr (list_size_v<tree_tensors_t<E>> == 0 && !contains_matmul_v<E>) {
+    evaluate(dst, expr);  // no tensor: nothing to record (needs_grad was false)
+  } else if constexpr (is_matmul_v<E>) {
+    record_matmul(dst, expr);
+  } else if constexpr (contains_matmul_v<E>) {
+    assign(dst, lower_recorded(expr));  // autograd/linalg.hpp: each product a recorded GEMM
+  } else if constexpr (tree_ops_v<E> > sharing_threshold) {
+    throw_large_expression<E>();  // checked first: its tree is never built as a type
+  } else if constexpr (!fits_gradient_kernel<T, Rank, D, E>()) {
+    SplitMemo memo;
+    assign_split_recorded(dst, expr, memo);
+  } else {
+    using Node = FusedBackward<Tensor<T, Rank, D>, E, Rank, PassSeed>;
+    const Shape<Rank> shape = assigned_shape(dst, expr);
+    auto node = std::make_shared<Node>(expr, shape, PassSeed{}, "an assignment");
+    evaluate(dst, expr);
+    attach(dst, std::move(node));
+  }
+}
+
+}  // namespace et::detail

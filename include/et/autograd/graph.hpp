@@ -1,0 +1,239 @@
+// The recorded graph and the engine that runs it backwards. Every recorded operation is a
+// Node (autograd/meta.hpp) that derives from the GradSink of its output's type, which
+// accumulates the gradients its consumers send. A leaf that requires grad is reached
+// through its AccumulateGrad node, which adds into the leaf's grad(). `backward()` runs the
+// nodes reachable from the root once each, every node after all of its consumers (later
+// recorded nodes first among the ready ones, as PyTorch's engine does), without recording.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <tuple>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "et/autograd/meta.hpp"
+#include "et/expr/assign.hpp"
+#include "et/tensor.hpp"
+
+namespace et::detail {
+
+/// A node whose output is a Tensor<T, R, D>: holds the sum of the gradients sent to it.
+template <class T, int R, class D>
+struct GradSink : Node {
+  Tensor<T, R, D> gradient;
+
+  /// Adds g to the gradient. The first gradient is kept as it is (no copy); a later one is
+  /// added in place only into storage no other handle shares (a view of the gradient the
+  /// user passed to backward(), say, is never written).
+  void add(Tensor<T, R, D> g) {
+    if (!gradient.defined()) gradient = std::move(g);
+    else if (gradient.storage().use_count() > 1 || !gradient.is_contiguous()) gradient = eval(gradient + g);
+    else gradient += g;
+  }
+  /// The gradient received, handed over; an undefined tensor when none arrived.
+  Tensor<T, R, D> take() { return std::exchange(gradient, Tensor<T, R, D>{}); }
+};
+
+/// Guards the leaves' accumulators (created and run by graphs of any thread).
+inline std::mutex& leaf_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+/// Sends g to the node `to` (the producer of an input of type Tensor<T, R, D>), if any.
+template <class T, int R, class D>
+void send(const std::shared_ptr<Node>& to, Tensor<T, R, D> g) {
+  if (!to || !g.defined()) return;
+  std::lock_guard lock(leaf_mutex());  // a leaf's accumulator may be fed by graphs of several threads
+  static_cast<GradSink<T, R, D>&>(*to).add(std::move(g));
+}
+
+/// Adds the gradient that reaches a leaf into its grad(). Holds the leaf's state, so the
+/// gradient lands even when every handle to the leaf is gone by then.
+template <class T, int R, class D>
+struct AccumulateGrad final : GradSink<T, R, D> {
+  explicit AccumulateGrad(MetaPtr<T, R, D> meta) : meta_(std::move(meta)) {}
+  std::string name() const override { return "gradient accumulation"; }
+  void apply(bool) override {
+    std::lock_guard lock(leaf_mutex());  // graphs on several threads may share a leaf
+    Tensor<T, R, D> g = this->take();
+    if (!g.defined()) return;
+    Tensor<T, R, D>& grad = meta_->grad;
+    if (grad.defined()) {
+      grad += g;
+    } else {
+      // The first gradient becomes grad(): contiguous, and not shared with any other handle.
+      if (!g.is_contiguous()) g = g.contiguous();
+      else if (g.storage().use_count() > 1) g = g.clone();
+      grad = std::move(g);
+    }
+  }
+
+ private:
+  MetaPtr<T, R, D> meta_;
+};
+
+/// The node a gradient for tensor t goes to: its producer, the accumulator of a leaf that
+/// requires grad, or null (t needs no gradient).
+template <class T, int R, class D>
+std::shared_ptr<Node> edge_of(const Tensor<T, R, D>& t) {
+  const auto& meta = t.autograd_meta();
+  if (!meta) return nullptr;
+  if (meta->grad_fn) return meta->grad_fn;
+  if (!meta->requires_grad) return nullptr;
+  std::lock_guard lock(leaf_mutex());
+  if (auto existing = meta->accumulator.lock()) return existing;
+  auto created = std::make_shared<AccumulateGrad<T, R, D>>(meta);
+  meta->accumulator = created;
+  return created;
+}
+
+/// True when operations on t are recorded now: grad mode is on and t needs a gradient.
+template <class T, int R, class D>
+bool records(const Tensor<T, R, D>& t) {
+  return grad_enabled() && meta_needs_grad(t.autograd_meta());
+}
+
+/// Makes `node` the producer of `out` (a result, or a tensor written in place).
+template <class T, int R, class D>
+void attach(Tensor<T, R, D>& out, std::shared_ptr<Node> node) {
+  auto& meta = out.meta();
+  meta.grad_fn = std::move(node);
+  meta.requires_grad = true;
+}
+
+/// The version of t's data a node saw when it saved t (0 for a tensor without autograd
+/// state: those are not tracked, see docs/design.md).
+struct SavedVersion {
+  std::shared_ptr<VersionCounter> counter;
+  std::uint64_t seen = 0;
+
+  template <class T, int R, class D>
+  static SavedVersion of(const Tensor<T, R, D>& t) {
+    const auto& meta = t.autograd_meta();
+    if (!meta) return {};
+    return {meta->version, meta->version->value.load(std::memory_order_relaxed)};
+  }
+  void check(const Node& node) const {
+    if (!counter) return;
+    const std::uint64_t now = counter->value.load(std::memory_order_relaxed);
+    if (now != seen)
+      throw Error("et: a tensor that the backward of " + node.name() +
+                  " needs was modified in place after it was recorded (version " + std::to_string(seen) + ", now " +
+                  std::to_string(now) + "); compute into a new tensor instead, or detach() it first");
+  }
+};
+
+/// Throws when a node's saved tensors were freed by an earlier backward.
+inline void require_not_released(const Node& node) {
+  if (node.released)
+    throw Error("et: backward through the graph of " + node.name() +
+                " a second time, but the first backward() freed it; pass et::retain_graph to the first "
+                "backward() to keep it");
+}
+
+/// A recorded operation that is not a fused expression (matmul, conv2d, pooling): it
+/// saves some tensors and computes its inputs' gradients with a function
+/// `backward(gradient, needs, saved...) -> std::tuple<gradient of each input...>`, where
+/// needs[k] says whether input k needs one (others may stay undefined).
+template <class Out, class Inputs, class Saved, class F>
+class OpBackward;
+template <class T, int R, class D, class... Inputs, class... Saved, class F>
+class OpBackward<Tensor<T, R, D>, std::tuple<Inputs...>, std::tuple<Saved...>, F> final : public GradSink<T, R, D> {
+ public:
+  OpBackward(const char* name, const std::tuple<const Inputs&...>& inputs, F backward, const Saved&... saved)
+      : name_(name), backward_(std::move(backward)), saved_(std::in_place, saved...),
+        versions_{SavedVersion::of(saved)...} {
+    std::apply([&](const auto&... input) { (this->next.push_back(edge_of(input)), ...); }, inputs);
+  }
+  std::string name() const override { return name_; }
+  void apply(bool retain) override {
+    require_not_released(*this);
+    const Tensor<T, R, D> g = this->take();
+    if (g.defined()) {
+      for (const auto& version : versions_) version.check(*this);
+      std::array<bool, sizeof...(Inputs)> needs{};
+      for (std::size_t k = 0; k != needs.size(); ++k) needs[k] = this->next[k] != nullptr;
+      auto grads = std::apply([&](const auto&... saved) { return backward_(g, needs, saved...); }, *saved_);
+      [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
+        (send(this->next[Ks], std::get<Ks>(grads)), ...);
+      }(std::index_sequence_for<Inputs...>{});
+    }
+    if (!retain) saved_.reset();
+  }
+
+ private:
+  const char* name_;
+  F backward_;
+  std::optional<std::tuple<Saved...>> saved_;
+  std::array<SavedVersion, sizeof...(Saved)> versions_;
+};
+
+/// The node of an operation with output type Out: attach it to the output once computed.
+template <class Out, class F, class... Inputs, class... Saved>
+std::shared_ptr<Node> make_op_node(const char* name, const std::tuple<const Inputs&...>& inputs, F backward,
+                                   const Saved&... saved) {
+  using Node = OpBackward<Out, std::tuple<Inputs...>, std::tuple<Saved...>, F>;
+  return std::make_shared<Node>(name, inputs, std::move(backward), saved...);
+}
+
+/// Runs the backward of every node reachable from `root` in dependency order.
+inline void run_graph(const std::shared_ptr<Node>& root, bool retain) {
+  std::unordered_map<Node*, int> consumers;  // edges into each node from nodes of the graph
+  std::vector<Node*> stack{root.get()};
+  consumers[root.get()] = 0;
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    for (const auto& next : node->next) {
+      if (!next) continue;
+      auto [it, inserted] = consumers.try_emplace(next.get(), 0);
+      ++it->second;
+      if (inserted) stack.push_back(next.get());
+    }
+  }
+  auto later_first = [](const Node* a, const Node* b) { return a->sequence < b->sequence; };
+  std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> ready(later_first);
+  ready.push(root.get());
+  NoGradGuard no_grad;
+  while (!ready.empty()) {
+    Node* node = ready.top();
+    ready.pop();
+    node->apply(retain);
+    if (!retain) node->released = true;
+    for (const auto& next : node->next)
+      if (next && --consumers[next.get()] == 0) ready.push(next.get());
+  }
+}
+
+template <class T, int R, class D>
+void run_backward(const Tensor<T, R, D>& root, const Tensor<T, R, D>* seed, bool retain) {
+  if (!root.requires_grad())
+    throw Error("et: backward() on a tensor that does not require grad (no leaf it was computed from requires grad, "
+                "or it was computed under et::NoGradGuard)");
+  Tensor<T, R, D> gradient;
+  if (seed) {
+    if (seed->shape() != root.shape())
+      throw ShapeError("et: backward(gradient): the gradient has shape " + format_shape(seed->shape()) +
+                       " but the tensor has shape " + format_shape(root.shape()));
+    gradient = seed->detach();  // read, never written (GradSink::add, AccumulateGrad)
+  } else {
+    if (root.numel() != 1)
+      throw Error("et: backward() without a gradient needs a tensor of one element, but this one has shape " +
+                  format_shape(root.shape()) + "; pass the gradient: t.backward(gradient)");
+    NoGradGuard no_grad;
+    gradient = Tensor<T, R, D>::allocate(root.shape());
+    gradient = T(1);
+  }
+  const std::shared_ptr<Node> node = edge_of(root);
+  send(node, std::move(gradient));
+  run_graph(node, retain);
+}
+
+}  // namespace et::detail

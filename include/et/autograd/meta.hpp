@@ -1,0 +1,114 @@
+// What a tensor handle carries for reverse-mode differentiation (included at the end of
+// tensor.hpp). A handle that never took part in autograd carries nothing (a null
+// pointer); `requires_grad_(true)` or a recorded operation gives it an AutogradMeta, which
+// every copy of the handle made afterwards shares (as every Python reference to a PyTorch
+// tensor shares its one TensorImpl). The graph itself (nodes, the engine) is in
+// autograd/graph.hpp.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "et/device.hpp"
+#include "et/types.hpp"
+
+namespace et {
+
+template <Element T, int Rank, Device D>
+class Tensor;
+
+namespace detail {
+
+/// Whether operations record their backward on this thread (NoGradGuard turns it off).
+inline bool& grad_mode_flag() {
+  thread_local bool enabled = true;
+  return enabled;
+}
+
+/// A recorded operation: its backward takes the gradient of its output (held by the
+/// GradSink of the output's type, graph.hpp) and sends its inputs' gradients down `next`.
+struct Node {
+  Node() : sequence(next_sequence()) {}
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  virtual ~Node() = default;
+  /// Computes and sends the inputs' gradients; `retain`: keep what it saved (else freed).
+  virtual void apply(bool retain) = 0;
+  /// The operation, for messages ("sum", "expression (x * y + z)", "matmul").
+  virtual std::string name() const = 0;
+
+  /// The producers of this node's inputs (null where an input needs no gradient), in the
+  /// order of the inputs.
+  std::vector<std::shared_ptr<Node>> next;
+  /// Creation order: the engine runs later nodes first among those that are ready.
+  std::uint64_t sequence;
+  /// Set once apply() freed what the node saved (a backward without retain_graph).
+  std::atomic<bool> released{false};
+
+ private:
+  static std::uint64_t next_sequence() {
+    static std::atomic<std::uint64_t> counter{0};
+    return counter.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+/// Counts in-place writes to a tensor and to its views (shared by them). A recorded
+/// operation notes the versions of the tensors it saved and its backward checks them.
+struct VersionCounter {
+  std::atomic<std::uint64_t> value{0};
+};
+
+/// The autograd state of a tensor handle and of the copies made after it was created.
+template <class T, int Rank, class D>
+struct AutogradMeta {
+  bool requires_grad = false;
+  /// The accumulated gradient (leaves), undefined until a backward reached the tensor.
+  Tensor<T, Rank, D> grad;
+  /// The recorded operation that computed this tensor; null for a leaf.
+  std::shared_ptr<Node> grad_fn;
+  /// A leaf's gradient accumulator while a graph uses it (graph.hpp).
+  std::weak_ptr<Node> accumulator;
+  std::shared_ptr<VersionCounter> version = std::make_shared<VersionCounter>();
+};
+
+template <class T, int R, class D>
+using MetaPtr = std::shared_ptr<AutogradMeta<T, R, D>>;
+
+/// True when a tensor with this meta takes part in recording: it requires grad (a leaf)
+/// or was computed by a recorded operation.
+template <class M>
+bool meta_needs_grad(const M& meta) noexcept {
+  return meta && (meta->requires_grad || meta->grad_fn);
+}
+
+// Defined in autograd/graph.hpp.
+template <class T, int R, class D>
+void run_backward(const Tensor<T, R, D>& root, const Tensor<T, R, D>* seed, bool retain);
+
+}  // namespace detail
+
+/// Turns recording off on this thread for the guard's scope (PyTorch's torch.no_grad()):
+/// results computed inside need no gradient and hold no graph. Nests; restores the
+/// previous state when it ends.
+class NoGradGuard {
+ public:
+  NoGradGuard() : previous_(detail::grad_mode_flag()) { detail::grad_mode_flag() = false; }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  ~NoGradGuard() { detail::grad_mode_flag() = previous_; }
+
+ private:
+  bool previous_;
+};
+
+/// True unless a NoGradGuard is active on this thread.
+inline bool grad_enabled() noexcept { return detail::grad_mode_flag(); }
+
+/// `loss.backward(et::retain_graph)`: keep the graph's saved tensors for another backward.
+struct RetainGraph {};
+inline constexpr RetainGraph retain_graph{};
+
+}  // namespace et
