@@ -125,6 +125,7 @@ TEST_CASE("elementwise expressions and matmul in a StreamGuard scope are queued 
     et::StreamGuard guard(s);
     z = x * 2.0f + y;
   }
+  s.synchronize();  // to_vector() reads on the default stream, which does not wait for s
   const auto xs = x.to_vector(), ys = y.to_vector(), zs = z.to_vector();
   for (std::size_t i = 0; i < xs.size(); ++i) REQUIRE(zs[i] == xs[i] * 2.0f + ys[i]);
 }

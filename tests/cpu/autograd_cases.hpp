@@ -1,0 +1,164 @@
+// Gradient checks of every differentiable operation, shared by the CPU and GPU tests
+// (test_autograd.cpp / .cu): each case is a function of double-precision tensors checked
+// by test::gradcheck (central differences) on device D, over shapes that include 0-d,
+// broadcast, non-contiguous (views inside the function) and empty operands.
+#pragma once
+
+#include "gradcheck.hpp"
+
+#include <et/et.hpp>
+
+#include <array>
+#include <cstdint>
+
+namespace test {
+
+using S0 = std::array<std::int64_t, 0>;
+using S1 = std::array<std::int64_t, 1>;
+using S2 = std::array<std::int64_t, 2>;
+using S3 = std::array<std::int64_t, 3>;
+using S4 = std::array<std::int64_t, 4>;
+
+template <class D>
+void check_elementwise_gradients() {
+  const auto x = grad_input(S2{3, 4}, 1), y = grad_input(S2{3, 4}, 2), pos = grad_input(S2{3, 4}, 3, 0.5, 2.0);
+  // Away from the kinks of abs and relu (|x| >= 0.25).
+  auto away = grad_input(S2{3, 4}, 4);
+  for (double& v : away.values) v = v < 0 ? v - 0.25 : v + 0.25;
+  gradcheck<D>("exp", [](const auto& a) { return et::eval(et::exp(a)); }, x);
+  gradcheck<D>("log", [](const auto& a) { return et::eval(et::log(a)); }, pos);
+  gradcheck<D>("log1p", [](const auto& a) { return et::eval(et::log1p(a)); }, pos);
+  gradcheck<D>("sqrt", [](const auto& a) { return et::eval(et::sqrt(a)); }, pos);
+  gradcheck<D>("rsqrt", [](const auto& a) { return et::eval(et::rsqrt(a)); }, pos);
+  gradcheck<D>("abs", [](const auto& a) { return et::eval(et::abs(a)); }, away);
+  gradcheck<D>("sin cos", [](const auto& a) { return et::eval(et::sin(a) * et::cos(a)); }, x);
+  gradcheck<D>("tanh", [](const auto& a) { return et::eval(et::tanh(a)); }, x);
+  gradcheck<D>("sigmoid", [](const auto& a) { return et::eval(et::sigmoid(a)); }, x);
+  gradcheck<D>("relu", [](const auto& a) { return et::eval(et::relu(a)); }, away);
+  gradcheck<D>("gelu", [](const auto& a) { return et::eval(et::gelu(a)); }, x);
+  gradcheck<D>("gelu_tanh", [](const auto& a) { return et::eval(et::gelu_tanh(a)); }, x);
+  gradcheck<D>("square, negate", [](const auto& a) { return et::eval(-et::square(a)); }, x);
+  gradcheck<D>("pow(x, 3)", [](const auto& a) { return et::eval(et::pow(a, 3.0)); }, x);
+  gradcheck<D>("pow(x, y)", [](const auto& a, const auto& b) { return et::eval(et::pow(a, b)); }, pos, y);
+  gradcheck<D>("+ - * /", [](const auto& a, const auto& b, const auto& c) { return et::eval((a + b) * c - a / c); },
+               x, y, pos);
+  gradcheck<D>("scalars", [](const auto& a) { return et::eval(2.0 * a - 1.5 / (a + 3.0)); }, x);
+  gradcheck<D>("maximum, minimum",
+               [](const auto& a, const auto& b) { return et::eval(et::maximum(a, b) + 2.0 * et::minimum(a, b)); }, x,
+               y);
+  gradcheck<D>("clamp with tensor bounds",
+               [](const auto& a, const auto& lo, const auto& hi) { return et::eval(et::clamp(a, lo - 1.0, hi + 1.0)); },
+               x, grad_input(S2{3, 4}, 5, -1.0, 0.0), grad_input(S2{3, 4}, 6, 0.0, 1.0));
+  gradcheck<D>("where", [](const auto& a, const auto& b) { return et::eval(et::where(a > b, a * b, a + b)); }, x, y);
+  gradcheck<D>("cast", [](const auto& a) { return et::eval(et::cast<double>(a) * 2.0); }, x);
+  gradcheck<D>("a tensor used three times", [](const auto& a) { return et::eval(a * a + et::exp(a)); }, x);
+  gradcheck<D>("a named subexpression used twice",
+               [](const auto& a, const auto& b) {
+                 const auto e = et::tanh(a * b + 1.0);
+                 return et::eval(e * (e - b));
+               },
+               x, y);
+}
+
+template <class D>
+void check_broadcast_gradients() {
+  gradcheck<D>("matrix + row", [](const auto& m, const auto& r) { return et::eval(m * r + r); },
+               grad_input(S2{3, 4}, 11), grad_input(S1{4}, 12));
+  gradcheck<D>("column * row", [](const auto& c, const auto& r) { return et::eval(et::exp(c * r)); },
+               grad_input(S2{3, 1}, 13), grad_input(S2{1, 4}, 14));
+  gradcheck<D>("0-d scale", [](const auto& s, const auto& m) { return et::eval(s * m); }, grad_input(S0{}, 15),
+               grad_input(S3{2, 3, 2}, 16));
+  gradcheck<D>("middle axis", [](const auto& a, const auto& b) { return et::eval(a - b); },
+               grad_input(S3{2, 3, 4}, 17), grad_input(S3{2, 1, 4}, 18));
+  gradcheck<D>("broadcast into a larger destination",
+               [](const auto& r) {
+                 et::Tensor<double, 2, D> out = et::zeros<double>(D{}, {3, 4});
+                 out = r * 2.0;  // the destination's shape decides the index space
+                 return out;
+               },
+               grad_input(S1{4}, 19));
+  gradcheck<D>("transposed and stepped operands",
+               [](const auto& a, const auto& b) { return et::eval(a.transpose(0, 1) * b.slice(1, 0, 6, 2)); },
+               grad_input(S2{3, 4}, 20), grad_input(S2{4, 6}, 21));
+  gradcheck<D>("empty", [](const auto& a, const auto& b) { return et::eval(a * b); }, grad_input(S2{0, 3}, 22),
+               grad_input(S1{3}, 23));
+}
+
+template <class D>
+void check_reduction_gradients() {
+  const auto x = grad_input(S2{3, 5}, 31);
+  gradcheck<D>("sum", [](const auto& a) { return et::sum(a * a); }, x);
+  gradcheck<D>("sum over axis 0", [](const auto& a) { return et::sum(et::exp(a), 0); }, x);
+  gradcheck<D>("sum over axis 1, keepdim", [](const auto& a) { return et::sum(a, 1, true); }, x);
+  gradcheck<D>("mean", [](const auto& a) { return et::mean(a * 3.0); }, x);
+  gradcheck<D>("mean over axis 1", [](const auto& a) { return et::mean(a, 1); }, x);
+  gradcheck<D>("max", [](const auto& a) { return et::max(a); }, x);
+  gradcheck<D>("min over axis 0", [](const auto& a) { return et::min(a, 0); }, x);
+  gradcheck<D>("max over axis 1 of an expression", [](const auto& a, const auto& b) { return et::max(a * b, 1); }, x,
+               grad_input(S1{5}, 32));
+  gradcheck<D>("prod", [](const auto& a) { return et::prod(a); }, grad_input(S1{6}, 33));
+  gradcheck<D>("prod over axis 1", [](const auto& a) { return et::prod(a, 1); }, x);
+  gradcheck<D>("norm", [](const auto& a) { return et::norm(a); }, x);
+  gradcheck<D>("norm over axis 0", [](const auto& a) { return et::norm(a, 0); }, x);
+  gradcheck<D>("logsumexp", [](const auto& a) { return et::logsumexp(a, 1); }, x);
+  gradcheck<D>("softmax", [](const auto& a) { return et::softmax(a, 1); }, x);
+  gradcheck<D>("sum of 0-d", [](const auto& a) { return et::sum(a * 2.0); }, grad_input(S0{}, 34));
+  gradcheck<D>("sum of empty", [](const auto& a) { return et::sum(a); }, grad_input(S2{0, 3}, 35));
+}
+
+template <class D>
+void check_view_gradients() {
+  const auto x = grad_input(S3{2, 3, 4}, 41);
+  gradcheck<D>("reshape", [](const auto& a) { return et::eval(a.reshape({6, 4}) * 2.0); }, x);
+  gradcheck<D>("view", [](const auto& a) { return a.view({4, 6}); }, x);
+  gradcheck<D>("reshape of a transpose (copies)", [](const auto& a) { return a.transpose(0, 2).reshape({24}); }, x);
+  gradcheck<D>("permute", [](const auto& a) { return a.permute({2, 0, 1}); }, x);
+  gradcheck<D>("select", [](const auto& a) { return a.select(1, 2); }, x);
+  gradcheck<D>("slice with step", [](const auto& a) { return a.slice(2, 1, 4, 2); }, x);
+  gradcheck<D>("squeeze, unsqueeze",
+               [](const auto& a) { return a.slice(0, 1, 2).squeeze(0).unsqueeze(2); }, x);
+  gradcheck<D>("expand", [](const auto& a) { return et::eval(a.expand({3, 2, 4}) * 1.0); },
+               grad_input(S2{2, 1}, 42));
+  gradcheck<D>("clone, contiguous", [](const auto& a) { return a.transpose(0, 1).clone().contiguous(); }, x);
+  gradcheck<D>("views feeding a reduction", [](const auto& a) { return et::sum(a.select(0, 1).transpose(0, 1), 1); },
+               x);
+}
+
+template <class D>
+void check_matmul_gradients() {
+  gradcheck<D>("matmul", [](const auto& a, const auto& b) { return et::eval(et::matmul(a, b)); },
+               grad_input(S2{3, 4}, 51), grad_input(S2{4, 5}, 52));
+  gradcheck<D>("matmul of a transpose", [](const auto& a, const auto& b) { return et::eval(et::matmul(a.transpose(0, 1), b)); },
+               grad_input(S2{4, 3}, 53), grad_input(S2{4, 2}, 54));
+  gradcheck<D>("batched matmul", [](const auto& a, const auto& b) { return et::eval(et::matmul(a, b)); },
+               grad_input(S3{2, 3, 4}, 55), grad_input(S3{2, 4, 2}, 56));
+  gradcheck<D>("batch @ shared matrix", [](const auto& a, const auto& b) { return et::eval(et::matmul(a, b)); },
+               grad_input(S3{2, 3, 4}, 57), grad_input(S2{4, 2}, 58));
+  gradcheck<D>("linear layer relu(x @ w + b)",
+               [](const auto& x, const auto& w, const auto& b) { return et::eval(et::relu(et::matmul(x, w) + b)); },
+               grad_input(S2{4, 3}, 59), grad_input(S2{3, 5}, 60), grad_input(S1{5}, 61));
+  gradcheck<D>("matmul of expressions",
+               [](const auto& a, const auto& b) { return et::eval(et::matmul(a * 2.0, et::tanh(b))); },
+               grad_input(S2{2, 3}, 62), grad_input(S2{3, 2}, 63));
+}
+
+template <class D>
+void check_nn_gradients() {
+  gradcheck<D>("conv2d with bias",
+               [](const auto& x, const auto& w, const auto& b) {
+                 return et::conv2d(x, w, b, {.stride = {1, 2}, .padding = {1, 1}});
+               },
+               grad_input(S4{2, 2, 5, 5}, 71), grad_input(S4{3, 2, 3, 3}, 72), grad_input(S1{3}, 73));
+  gradcheck<D>("conv2d nhwc, groups",
+               [](const auto& x, const auto& w) {
+                 return et::conv2d(x, w, {.padding = {1, 0}, .groups = 2, .layout = et::Layout::nhwc});
+               },
+               grad_input(S4{1, 4, 4, 4}, 74), grad_input(S4{2, 3, 3, 2}, 75));
+  gradcheck<D>("max_pool2d", [](const auto& x) { return et::max_pool2d(x, {.kernel = {2, 2}}); },
+               grad_input(S4{1, 2, 4, 4}, 76));
+  gradcheck<D>("avg_pool2d",
+               [](const auto& x) { return et::avg_pool2d(x, {.kernel = {3, 3}, .stride = {1, 1}, .padding = {1, 1}}); },
+               grad_input(S4{2, 1, 4, 3}, 77));
+}
+
+}  // namespace test

@@ -1,0 +1,186 @@
+// Autograd on the CPU: gradient checks of every differentiable operation
+// (autograd_cases.hpp, shared with the GPU tests) and the semantics a PyTorch user relies
+// on: accumulation, zero_grad, NoGradGuard, detach, retain_graph, version counters, errors.
+#include "autograd_cases.hpp"
+
+#include <et/et.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <thread>
+#include <vector>
+
+using et::Cpu;
+
+TEST_CASE("the seed's worked example: y = mean((x + 2)^2 + 3) at x = [0, 1, 2]", "[autograd]") {
+  auto x = et::from_vector(et::cpu, std::vector<float>{0, 1, 2}, {3});
+  x.requires_grad_(true);
+  auto y = et::mean(et::pow(x + 2, 2) + 3);
+  CHECK(y.requires_grad());
+  CHECK_FALSE(y.is_leaf());
+  y.backward();
+  const auto g = x.grad().to_vector();
+  REQUIRE(g.size() == 3);
+  CHECK(g[0] == Approx(4.0 / 3));
+  CHECK(g[1] == Approx(2.0));
+  CHECK(g[2] == Approx(8.0 / 3));
+}
+
+TEST_CASE("gradients of elementwise functions and operators (CPU)", "[autograd]") {
+  test::check_elementwise_gradients<Cpu>();
+}
+TEST_CASE("gradients through broadcasting, views inside expressions, empty tensors (CPU)", "[autograd]") {
+  test::check_broadcast_gradients<Cpu>();
+}
+TEST_CASE("gradients of reductions (CPU)", "[autograd]") { test::check_reduction_gradients<Cpu>(); }
+TEST_CASE("gradients of views and copies (CPU)", "[autograd]") { test::check_view_gradients<Cpu>(); }
+TEST_CASE("gradients of matmul (CPU)", "[autograd]") { test::check_matmul_gradients<Cpu>(); }
+TEST_CASE("gradients of conv2d and pooling (CPU)", "[autograd]") { test::check_nn_gradients<Cpu>(); }
+
+TEST_CASE("ties and zeros follow PyTorch's conventions", "[autograd]") {
+  auto x = et::from_vector(et::cpu, std::vector<double>{1, 3, 3, 2}, {4});
+  x.requires_grad_(true);
+  et::max(x).backward();  // all elements: the tied maxima share the gradient
+  CHECK(x.grad().to_vector() == std::vector<double>{0, 0.5, 0.5, 0});
+  x.zero_grad();
+  et::max(x.view({1, 4}), 1).backward(et::ones<double>(et::cpu, {1}));  // one axis: the first maximum
+  CHECK(x.grad().to_vector() == std::vector<double>{0, 1, 0, 0});
+  x.zero_grad();
+  et::sum(et::maximum(x, 3.0)).backward();  // maximum: a tie splits in halves
+  CHECK(x.grad().to_vector() == std::vector<double>{0, 0.5, 0.5, 0});
+  x.zero_grad();
+  et::sum(et::relu(x - 3.0) + et::abs(x - 3.0)).backward();  // relu'(0) = abs'(0) = 0
+  CHECK(x.grad().to_vector() == std::vector<double>{-1, 0, 0, -1});
+  auto z = et::from_vector(et::cpu, std::vector<double>{2, 0, 3}, {3});
+  z.requires_grad_(true);
+  et::prod(z).backward();  // one zero: only it gets the product of the others
+  CHECK(z.grad().to_vector() == std::vector<double>{0, 6, 0});
+}
+
+TEST_CASE("a fused expression is one recorded node; gradients of one tensor used twice add up", "[autograd]") {
+  auto x = et::from_vector(et::cpu, std::vector<double>{1, 2}, {2});
+  auto w = et::from_vector(et::cpu, std::vector<double>{3, 4}, {2});
+  x.requires_grad_(true);
+  w.requires_grad_(true);
+  et::Tensor<double, 1> z = x * w + x * x;  // dz/dx = w + 2x, dz/dw = x
+  z.backward(et::ones<double>(et::cpu, {2}));
+  CHECK(x.grad().to_vector() == std::vector<double>{5, 8});
+  CHECK(w.grad().to_vector() == std::vector<double>{1, 2});
+}
+
+TEST_CASE("a float tensor's gradient through a cast to double is float", "[autograd]") {
+  auto x = et::from_vector(et::cpu, std::vector<float>{1, 2}, {2});
+  x.requires_grad_(true);
+  et::sum(et::cast<double>(x) * 3.0).backward();
+  CHECK(x.grad().to_vector() == std::vector<float>{3, 3});
+}
+
+TEST_CASE("grad() accumulates across backward calls until zero_grad()", "[autograd]") {
+  auto x = et::from_vector(et::cpu, std::vector<float>{1, 2}, {2});
+  x.requires_grad_(true);
+  CHECK_FALSE(x.grad().defined());
+  et::sum(x * 3.0f).backward();
+  et::sum(x * 3.0f).backward();
+  CHECK(x.grad().to_vector() == std::vector<float>{6, 6});
+  const auto held = x.grad();
+  x.zero_grad();
+  CHECK(held.to_vector() == std::vector<float>{0, 0});  // in place: handles see the zeros
+  et::sum(x).backward();
+  CHECK(x.grad().to_vector() == std::vector<float>{1, 1});
+}
+
+TEST_CASE("NoGradGuard stops recording; detach() cuts the graph", "[autograd]") {
+  auto x = et::ones<float>(et::cpu, {3});
+  x.requires_grad_(true);
+  {
+    et::NoGradGuard guard;
+    CHECK_FALSE(et::grad_enabled());
+    const et::Tensor<float, 1> y = x * 2.0f;
+    CHECK_FALSE(y.requires_grad());
+  }
+  CHECK(et::grad_enabled());
+  const auto d = x.detach();
+  CHECK_FALSE(d.requires_grad());
+  CHECK(d.data() == x.data());
+  auto y = et::sum(x * d.to(et::cpu) + x);
+  y.backward();
+  CHECK(x.grad().to_vector() == std::vector<float>{2, 2, 2});  // d is a constant 1
+}
+
+TEST_CASE("a second backward through a freed graph throws; retain_graph keeps it", "[autograd]") {
+  auto x = et::ones<double>(et::cpu, {2});
+  x.requires_grad_(true);
+  auto y = et::sum(et::exp(x));
+  y.backward(et::retain_graph);
+  y.backward();
+  CHECK(x.grad().to_vector()[0] == Approx(2 * std::exp(1.0)));
+  CHECK_THROWS_WITH(y.backward(), Catch::Contains("a second time") && Catch::Contains("retain_graph"));
+}
+
+TEST_CASE("an in-place write to a saved tensor is detected at backward time", "[autograd]") {
+  auto x = et::ones<double>(et::cpu, {2});
+  x.requires_grad_(true);
+  et::Tensor<double, 1> h = x * 2.0;  // recorded: h needs no gradient of its own...
+  auto y = et::sum(h * h);            // ...but this node saved h
+  h += 1.0;                           // an in-place write to h
+  CHECK_THROWS_WITH(y.backward(), Catch::Contains("modified in place") && Catch::Contains("version"));
+}
+
+TEST_CASE("autograd misuse gives et:: errors", "[autograd]") {
+  auto x = et::ones<float>(et::cpu, {2});
+  CHECK_THROWS_WITH(et::sum(x).backward(), Catch::Contains("does not require grad"));
+  x.requires_grad_(true);
+  const et::Tensor<float, 1> y = x * 2.0f;
+  CHECK_THROWS_WITH(y.backward(), Catch::Contains("pass the gradient"));
+  CHECK_THROWS_WITH(y.backward(et::ones<float>(et::cpu, {3})), Catch::Contains("gradient has shape"));
+  CHECK_THROWS_WITH(x += 1.0f, Catch::Contains("leaf tensor that requires grad"));
+  {
+    et::NoGradGuard guard;  // as an optimizer step
+    x -= 0.5f;
+  }
+  CHECK(x.to_vector() == std::vector<float>{0.5f, 0.5f});
+  auto r = et::ones<float>(et::cpu, {2});
+  et::Tensor<float, 1> computed = r * x;
+  CHECK_THROWS_WITH(computed.requires_grad_(true), Catch::Contains("detach"));
+}
+
+TEST_CASE("a long expression with shared subexpressions: a clear error, and the way around it", "[autograd]") {
+  auto x = et::from_vector(et::cpu, test::random_values<double>(6, 91, 0.5, 1.0), {6});
+  x.requires_grad_(true);
+  auto e1 = x * 0.5 + x;
+  auto e2 = e1 * e1 - x;  // every level uses the one below twice: a tree of 2^depth operations
+  auto e3 = e2 * e2 + e1;
+  auto e4 = e3 * 0.1 + e2 * e3;
+  CHECK_THROWS_WITH(et::eval(e4), Catch::Contains("autograd records expressions of up to") &&
+                                      Catch::Contains("et::eval"));
+  CHECK_THROWS_WITH(et::sum(e4), Catch::Contains("autograd records expressions of up to"));
+  // Evaluating a level into a tensor makes each part small; each is recorded.
+  const et::Tensor<double, 1> t2 = e2;
+  const et::Tensor<double, 1> t3 = t2 * t2 + e1;
+  const et::Tensor<double, 1> z = t3 * 0.1 + t2 * t3;
+  z.backward(et::ones<double>(et::cpu, {6}));
+  const auto analytic = x.grad().to_vector();
+  auto f = [](double v) {
+    const double b = v * 0.5 + v, c = b * b - v, d = c * c + b;
+    return d * 0.1 + c * d;
+  };
+  const auto values = x.detach().to_vector();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double numeric = (f(values[i] + 1e-6) - f(values[i] - 1e-6)) / 2e-6;
+    CHECK(analytic[i] == Approx(numeric).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("graphs recorded on several threads share a leaf; its gradients all arrive", "[autograd][threads]") {
+  auto w = et::ones<double>(et::cpu, {8});
+  w.requires_grad_(true);
+  constexpr int threads = 4, rounds = 25;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&w, t] {
+      for (int r = 0; r < rounds; ++r) et::sum(w * static_cast<double>(t + 1)).backward();
+    });
+  for (auto& worker : workers) worker.join();
+  // Each thread t adds (t + 1) per round: rounds * (1 + 2 + 3 + 4).
+  for (const double g : w.grad().to_vector()) CHECK(g == rounds * 10.0);
+}
