@@ -70,6 +70,55 @@ double steady_median_us(Launch launch, double warmup_s, int reps, int iters = 1)
   return timed_median_us(launch, reps, iters);
 }
 
+/// The median of `times` (not empty).
+inline double median(std::vector<double> times) {
+  std::sort(times.begin(), times.end());
+  const std::size_t k = times.size();
+  return k % 2 ? times[k / 2] : 0.5 * (times[k / 2 - 1] + times[k / 2]);
+}
+
+/// Median microseconds of work() between an event pair, setup() queued before each start
+/// event (untimed on the GPU as long as it is queued ahead), after `warmup` rounds.
+template <class Setup, class Work>
+double phase_median_us(Setup setup, Work work, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) setup(), work();
+  ET_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(reps));
+  for (auto& e : events) ET_CUDA_CHECK(cudaEventCreate(&e));
+  for (int r = 0; r < reps; ++r) {
+    setup();
+    ET_CUDA_CHECK(cudaEventRecord(events[2 * r], bench::stream()));
+    work();
+    ET_CUDA_CHECK(cudaEventRecord(events[2 * r + 1], bench::stream()));
+  }
+  ET_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    float ms = 0;
+    ET_CUDA_CHECK(cudaEventElapsedTime(&ms, events[2 * r], events[2 * r + 1]));
+    times.push_back(1000.0 * ms);
+  }
+  for (auto& e : events) ET_CUDA_CHECK(cudaEventDestroy(e));
+  return median(times);
+}
+
+/// Median host microseconds of work() up to et::synchronize, setup() (and the device
+/// idle) before each span, after `warmup` spans.
+template <class Setup, class Work>
+double host_median_us(Setup setup, Work work, int warmup, int spans) {
+  std::vector<double> times;
+  for (int s = 0; s < warmup + spans; ++s) {
+    setup();
+    et::synchronize(et::cuda<0>);
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    et::synchronize(et::cuda<0>);
+    const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+    if (s >= warmup) times.push_back(took.count());
+  }
+  return median(times);
+}
+
 /// Largest |got - want| / max(|want|, 1) as float bits (non-negative floats order like
 /// their bits), and how many elements are not finite on either side (unwritten poison).
 __global__ void compare_kernel(const float* got, const float* want, std::int64_t n, unsigned* worst_bits,
