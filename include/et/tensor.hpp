@@ -373,10 +373,10 @@ class Tensor : public detail::ExprTag {
   /// name every axis exactly once (negative axes allowed), else ShapeError. Copies nothing.
   Tensor permute(const std::array<int, Rank>& axes) const {
     require_defined("permute()");
+    const auto layout = detail::permute_layout(strided_layout(), axes);  // checks the axes
     std::array<int, Rank> inverse{};
     for (int k = 0; k < Rank; ++k) inverse[static_cast<std::size_t>(detail::normalize_axis(axes[k], Rank))] = k;
-    return share_storage(detail::permute_layout(strided_layout(), axes), "permute()",
-                         [inverse](const auto& g) { return g.permute(inverse); });
+    return share_storage(layout, "permute()", [inverse](const auto& g) { return g.permute(inverse); });
   }
   template <std::size_t N>
   Tensor permute(const int (&axes)[N]) const {
