@@ -72,12 +72,21 @@ inline std::string describe_pooling(const PoolGeometry& g) {
   return "pooling input " + format_shape(g.input_shape()) + " (" + layout_name(g.layout) + ")";
 }
 
+#if defined(ET_DEVICE_COMPILER)
+inline constexpr bool device_compiler = true;
+#else
+inline constexpr bool device_compiler = false;
+#endif
+
 /// Records y = conv2d(x, w[, bias]) for autograd: one node whose backward runs the
 /// backend's data and filter gradients (cuDNN / im2col) and sums dy for the bias.
 template <class T, class D, class TB, int RB, class DB>
 void record_conv([[maybe_unused]] Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, const Tensor<T, 4, D>& w,
                  const Tensor<TB, RB, DB>* bias, const Conv2dOptions& options) {
 #if !defined(ET_NO_AUTOGRAD)
+  if constexpr (D::is_cuda && !device_compiler) {
+    return;  // conv2d itself already stopped compilation with "needs nvcc"
+  } else {
   if (!grad_enabled() || !(needs_grad(x) || needs_grad(w) || (bias && needs_grad(*bias)))) return;
   auto data_and_filter = [options](const auto& g, const auto& needs, const auto& x, const auto& w) {
     Tensor<T, 4, D> dx, dw;
@@ -98,6 +107,7 @@ void record_conv([[maybe_unused]] Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, 
     };
     attach(y, make_op_node<Tensor<T, 4, D>>("conv2d", std::tie(x, w, *bias), with_bias, x, w));
   }
+  }
 #endif
 }
 
@@ -106,6 +116,9 @@ template <class T, class D>
 void record_pool([[maybe_unused]] Tensor<T, 4, D>& y, [[maybe_unused]] const Tensor<T, 4, D>& x,
                  [[maybe_unused]] const Pool2dOptions& options, [[maybe_unused]] bool max) {
 #if !defined(ET_NO_AUTOGRAD)
+  if constexpr (D::is_cuda && !device_compiler) {
+    return;  // pooling itself already stopped compilation with "needs nvcc"
+  } else {
   if (!grad_enabled() || !needs_grad(x)) return;
   if (max) {
     y.meta();  // its version counter, shared by the saved handle (which holds no graph)
@@ -120,6 +133,7 @@ void record_pool([[maybe_unused]] Tensor<T, 4, D>& y, [[maybe_unused]] const Ten
       return std::tuple{avg_pool2d_backward(g, shape, options)};
     };
     attach(y, make_op_node<Tensor<T, 4, D>>("avg_pool2d", std::tie(x), backward));
+  }
   }
 #endif
 }
