@@ -212,41 +212,16 @@ template <class E>
               "(et::eval), each of which is then recorded");
 }
 
-/// The subexpressions of a large expression already evaluated by a split recording, by
-/// heap identity (node.hpp): a subexpression used several times is evaluated once.
-struct SplitMemo {
-  std::vector<std::pair<const void*, std::shared_ptr<void>>> done;
-};
-
+/// Records an expression whose backward program would not fit one kernel's arguments as
+/// several nodes: each map operand of the root is evaluated (recorded) first, and the root
+/// then reads those tensors (as run_split does for the forward, expr/assign.hpp).
 template <class T, int R, class D, class Op, class... Cs>
-void assign_split_recorded(Tensor<T, R, D>& dst, const MapExpr<Op, Cs...>& expr, SplitMemo& memo);
-
-/// An operand of a split recording as a tensor: map nodes evaluated (and recorded), once.
-template <class D, class C>
-auto split_operand(const C& child, SplitMemo& memo) {
-  if constexpr (!is_map_v<C>) {
-    return child;
-  } else {
-    using Out = Tensor<typename C::value_type, C::rank, D>;
-    const void* id = child.identity();
-    if (id)
-      for (const auto& [key, value] : memo.done)
-        if (key == id) return *static_cast<const Out*>(value.get());
-    Out out;
-    assign(out, child);
-    if (id) memo.done.emplace_back(id, std::make_shared<Out>(out));
-    return out;
-  }
-}
-
-/// Records an expression as several nodes: each map operand of the root is evaluated
-/// (recorded) first, and the root then reads those tensors. For expressions whose tree is
-/// larger than the fused backward takes (shared subexpressions, docs/design.md) or whose
-/// backward program would not fit one kernel's arguments.
-template <class T, int R, class D, class Op, class... Cs>
-void assign_split_recorded(Tensor<T, R, D>& dst, const MapExpr<Op, Cs...>& expr, SplitMemo& memo) {
-  std::apply([&](const auto&... children) { assign(dst, make_map<Op>(split_operand<D>(children, memo)...)); },
-             expr.children());
+void assign_split_recorded(Tensor<T, R, D>& dst, const MapExpr<Op, Cs...>& expr) {
+  auto operand = [](const auto& child) {
+    if constexpr (is_map_v<std::remove_cvref_t<decltype(child)>>) return eval(child);
+    else return child;
+  };
+  std::apply([&](const auto&... children) { assign(dst, make_map<Op>(operand(children)...)); }, expr.children());
 }
 
 template <class T, int Rank, class D, class E>
@@ -263,8 +238,7 @@ void assign_recorded(Tensor<T, Rank, D>& dst, const E& expr) {
   } else if constexpr (tree_ops_v<E> > sharing_threshold) {
     throw_large_expression<E>();  // checked first: its tree is never built as a type
   } else if constexpr (!fits_gradient_kernel<T, Rank, D, E>()) {
-    SplitMemo memo;
-    assign_split_recorded(dst, expr, memo);
+    assign_split_recorded(dst, expr);
   } else {
     using Node = FusedBackward<Tensor<T, Rank, D>, E, Rank, PassSeed>;
     const Shape<Rank> shape = assigned_shape(dst, expr);
