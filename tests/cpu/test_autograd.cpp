@@ -126,6 +126,26 @@ TEST_CASE("an in-place write to a saved tensor is detected at backward time", "[
   CHECK_THROWS_WITH(y.backward(), Catch::Contains("modified in place") && Catch::Contains("version"));
 }
 
+TEST_CASE("in-place operations on recorded tensors are recorded, reading the values they overwrite", "[autograd]") {
+  auto x = et::from_vector(et::cpu, std::vector<double>{1, 2}, {2});
+  x.requires_grad_(true);
+  et::Tensor<double, 1> h = x * 2.0;  // 2x
+  h *= h;                             // 4x^2: the node keeps h's old values
+  h += x;                             // 4x^2 + x
+  et::sum(h).backward();
+  CHECK(x.grad().to_vector() == std::vector<double>{9, 17});  // 8x + 1
+
+  auto w = et::from_vector(et::cpu, std::vector<double>{1, 2, 3, 4}, {2, 2});
+  w.requires_grad_(true);
+  const auto b = et::from_vector(et::cpu, std::vector<double>{1, -1, 5, 7}, {2, 2});
+  et::Tensor<double, 2> a = w * 1.0;
+  a = et::matmul(a, b);  // in place: the product's node keeps the old a
+  a = et::matmul(a, b);  // w b b
+  et::sum(a).backward();
+  // d sum(w B)/dw = ones @ B^T with B = b b = [[-4, -8], [40, 44]]: rows of B summed.
+  CHECK(w.grad().to_vector() == std::vector<double>{-12, 84, -12, 84});
+}
+
 TEST_CASE("autograd misuse gives et:: errors", "[autograd]") {
   auto x = et::ones<float>(et::cpu, {2});
   CHECK_THROWS_WITH(et::sum(x).backward(), Catch::Contains("does not require grad"));

@@ -102,8 +102,11 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public GradSink<T, RO,
 
  public:
   /// `what` (a string literal) and `axis` (>= 0: a reduction over that axis) name the node.
-  FusedBackward(const E& expr, const Shape<R>& shape, Seed seed, const char* what, int axis = -1)
-      : expr_(expr), shape_(shape), seed_(std::move(seed)), what_(what), axis_(axis) {
+  /// `overwritten`: the tensor an in-place assignment writes (after this node saved the
+  /// expression), whose old values the node then keeps a copy of; null otherwise.
+  FusedBackward(const E& expr, const Shape<R>& shape, Seed seed, const char* what, int axis = -1,
+                const Tensor<T, RO, D>* overwritten = nullptr)
+      : shape_(shape), seed_(std::move(seed)), what_(what), axis_(axis) {
     std::size_t l = 0;
     auto note = [&](const auto& leaf) {
       this->next.push_back(edge_of(leaf));
@@ -111,6 +114,14 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public GradSink<T, RO,
       identity_[l++] = leaf.autograd_meta().get();
     };
     for_each_tree_tensor(expr, note);
+    l = 0;
+    auto save = [&](const auto& leaf) {
+      auto saved = saved_before_write(leaf, overwritten);
+      if (saved.storage() != leaf.storage()) versions_[l] = {};  // a copy: later writes cannot reach it
+      ++l;
+      return saved;
+    };
+    expr_.emplace(map_tree_tensors(expr, save));
   }
   std::string name() const override {
     return std::string(what_) + (axis_ >= 0 ? " over axis " + std::to_string(axis_) : "") + " of " +
@@ -242,7 +253,7 @@ void assign_recorded(Tensor<T, Rank, D>& dst, const E& expr) {
   } else {
     using Node = FusedBackward<Tensor<T, Rank, D>, E, Rank, PassSeed>;
     const Shape<Rank> shape = assigned_shape(dst, expr);
-    auto node = std::make_shared<Node>(expr, shape, PassSeed{}, "an assignment");
+    auto node = std::make_shared<Node>(expr, shape, PassSeed{}, "an assignment", -1, dst.defined() ? &dst : nullptr);
     evaluate(dst, expr);
     attach(dst, std::move(node));
   }

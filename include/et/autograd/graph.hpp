@@ -108,6 +108,25 @@ void attach(Tensor<T, R, D>& out, std::shared_ptr<Node> node) {
   meta.requires_grad = true;
 }
 
+/// What a recorded operation keeps of a tensor it reads: the data, without autograd state
+/// (the node took its edge and version when it was recorded). A result written in place
+/// into its own input then holds no reference cycle through its node.
+template <class T, int R, class D>
+Tensor<T, R, D> saved_data(const Tensor<T, R, D>& t) {
+  if (!t.defined()) return t;
+  return Tensor<T, R, D>(t.storage(), t.offset(), t.shape(), t.strides());
+}
+
+/// saved_data(t), or a copy of t's values when `overwritten` (the result of an in-place
+/// operation, which is written after its node saved its inputs) shares t's storage.
+template <class T, int R, class D, class Out>
+Tensor<T, R, D> saved_before_write(const Tensor<T, R, D>& t, const Out* overwritten) {
+  if (overwritten == nullptr || !t.defined() || !t.storage() || t.storage() != overwritten->storage())
+    return saved_data(t);
+  NoGradGuard no_grad;
+  return saved_data(t.clone());
+}
+
 /// The version of t's data a node saw when it saved t (0 for a tensor without autograd
 /// state: those are not tracked, see docs/design.md).
 struct SavedVersion {
@@ -148,7 +167,7 @@ template <class T, int R, class D, class... Inputs, class... Saved, class F>
 class OpBackward<Tensor<T, R, D>, std::tuple<Inputs...>, std::tuple<Saved...>, F> final : public GradSink<T, R, D> {
  public:
   OpBackward(const char* name, const std::tuple<const Inputs&...>& inputs, F backward, const Saved&... saved)
-      : name_(name), backward_(std::move(backward)), saved_(std::in_place, saved...),
+      : name_(name), backward_(std::move(backward)), saved_(std::in_place, saved_data(saved)...),
         versions_{SavedVersion::of(saved)...} {
     std::apply([&](const auto&... input) { (this->next.push_back(edge_of(input)), ...); }, inputs);
   }

@@ -42,7 +42,9 @@ void record_matmul_into(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product) {
     if (needs[1]) db = sum_to(eval(matmul(a.transpose(-2, -1), g, mode)), b.shape());
     return std::tuple{da, db};
   };
-  auto node = make_op_node<Tensor<T, R, D>>("matmul", std::tie(a, b), backward, a, b);
+  const Tensor<T, R, D>* overwritten = dst.defined() ? &dst : nullptr;  // `a = matmul(a, b)`
+  auto node = make_op_node<Tensor<T, R, D>>("matmul", std::tie(a, b), backward, saved_before_write(a, overwritten),
+                                            saved_before_write(b, overwritten));
   evaluate(dst, MatmulExpr<std::remove_cvref_t<decltype(a)>, std::remove_cvref_t<decltype(b)>>(a, b, mode));
   attach(dst, std::move(node));
 }

@@ -72,6 +72,24 @@ void for_each_tree_tensor(const E& e, F& f) {
   }
 }
 
+/// A copy of a tree whose tensor leaves are replaced by f(leaf) (of the same type), called
+/// in the order of tree_tensors_t (a braced list evaluates left to right).
+template <class F, class E>
+E map_tree_tensors(const E& e, F& f) {
+  if constexpr (is_tensor_v<E>) {
+    return f(e);
+  } else if constexpr (is_map_v<E>) {
+    return std::apply(
+        [&](const auto&... children) {
+          return std::make_from_tuple<E>(
+              std::tuple<std::remove_cvref_t<decltype(children)>...>{map_tree_tensors(children, f)...});
+        },
+        e.children());
+  } else {
+    return e;
+  }
+}
+
 // ---- The expression's reader as a tree (no shared bindings) ----------------------------
 
 template <int OutR, class Index, class E>
