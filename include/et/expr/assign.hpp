@@ -107,6 +107,16 @@ bool needs_grad(const MapExpr<Op, Cs...>& e) {
   return std::apply([](const auto&... children) { return (needs_grad(children) || ...); }, e.children());
 }
 
+/// False for an expression that can never need a gradient: it reads no floating-point
+/// tensor and holds no matrix product (an integer tensor cast to float, scalars, random
+/// numbers). Its recording code is then not even compiled.
+template <class E>
+inline constexpr bool may_need_grad_v = contains_matmul_v<E>;
+template <class T, int R, class D>
+inline constexpr bool may_need_grad_v<Tensor<T, R, D>> = is_floating_v<T>;
+template <class Op, class... Cs>
+inline constexpr bool may_need_grad_v<MapExpr<Op, Cs...>> = (may_need_grad_v<Cs> || ...);
+
 /// The shape an assignment to dst gives it: dst's own, or, when dst is undefined, the
 /// expression's.
 template <class T, int Rank, class D, class E>
@@ -153,7 +163,7 @@ void assign(Tensor<T, Rank, D>& dst, const E& expr) {
                 "convert explicitly with et::cast<T>(expr)");
   if constexpr (rank_fits && no_truncation) {  // after a failed check, report nothing more
 #if !defined(ET_NO_AUTOGRAD)
-    if constexpr (is_floating_v<T> && is_floating_v<typename E::value_type>) {
+    if constexpr (is_floating_v<T> && is_floating_v<typename E::value_type> && may_need_grad_v<E>) {
       if (grad_enabled() && needs_grad(expr)) return assign_recorded(dst, expr);
     }
 #endif

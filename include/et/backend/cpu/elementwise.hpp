@@ -39,18 +39,10 @@ program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_
   return make_program<R, Index>(expr, shape, materialize);
 }
 
-template <class Index, class T, int R, class D, class E>
-void run_loop(const Tensor<T, R, D>& dst, const E& expr, bool linear) {
-  std::vector<std::shared_ptr<void>> buffers;
-  const auto reader = build_program<Index>(expr, dst.shape(), buffers);
-  const auto writer = make_writer<Index>(dst);
-  const Index n = static_cast<Index>(dst.numel());
-  if (linear) {
-#pragma omp parallel for simd if (n >= parallel_threshold) schedule(static)
-    for (Index i = 0; i < n; ++i) writer.linear(i, reader.linear(i));
-    return;
-  }
-  const auto extents = to_coord<Index>(dst.shape());
+/// Calls f(i, coordinate of i) for every linear index i < n of a row-major index space,
+/// in one parallel region: each thread walks its contiguous range like an odometer.
+template <int R, class Index, class F>
+void for_each_coordinate(Index n, const Coord<R, Index>& extents, const F& f) {
 #pragma omp parallel if (n >= parallel_threshold)
   {
     Index threads = 1, thread = 0;
@@ -63,13 +55,29 @@ void run_loop(const Tensor<T, R, D>& dst, const E& expr, bool linear) {
     const Index end = std::min<Index>(n, begin + chunk);
     Coord<R, Index> c = unravel<R, Index>(begin, extents);
     for (Index i = begin; i < end; ++i) {
-      writer.strided(c, reader.strided(i, c));
-      for (int d = R - 1; d >= 0; --d) {  // advance the coordinate like an odometer
+      f(i, c);
+      for (int d = R - 1; d >= 0; --d) {
         if (++c.c[d] < extents.c[d]) break;
         c.c[d] = 0;
       }
     }
   }
+}
+
+template <class Index, class T, int R, class D, class E>
+void run_loop(const Tensor<T, R, D>& dst, const E& expr, bool linear) {
+  std::vector<std::shared_ptr<void>> buffers;
+  const auto reader = build_program<Index>(expr, dst.shape(), buffers);
+  const auto writer = make_writer<Index>(dst);
+  const Index n = static_cast<Index>(dst.numel());
+  if (linear) {
+#pragma omp parallel for simd if (n >= parallel_threshold) schedule(static)
+    for (Index i = 0; i < n; ++i) writer.linear(i, reader.linear(i));
+    return;
+  }
+  for_each_coordinate(n, to_coord<Index>(dst.shape()), [&](Index i, const Coord<R, Index>& c) {
+    writer.strided(c, reader.strided(i, c));
+  });
 }
 
 /// The CPU loops always index with 64 bits (pointer arithmetic is 64-bit on the host
@@ -82,19 +90,16 @@ void run_elementwise(Backend, const Tensor<T, R, D>& dst, const E& expr) {
 }
 
 /// Runs a fused backward program (autograd/tape.hpp) over the index space `shape`: one
-/// parallel loop.
+/// parallel loop. Only the strided variant is compiled (each thread walks coordinates as
+/// run_loop does): a linear variant would double what every recorded expression compiles
+/// (autograd is on by default, so every floating-point assignment compiles its backward),
+/// and the walk adds one increment per element to a tape sweep that does far more.
 template <class Program, std::size_t N>
-void run_gradient(Backend, const Program& program, const std::array<std::int64_t, N>& shape, bool linear) {
+void run_gradient(Backend, const Program& program, const std::array<std::int64_t, N>& shape, bool /*linear*/) {
   constexpr int R = static_cast<int>(N);
   const CpuIndex n = checked_numel(shape);
-  if (linear) {
-#pragma omp parallel for if (n >= parallel_threshold) schedule(static)
-    for (CpuIndex i = 0; i < n; ++i) program.template run<true>(i, Coord<R, CpuIndex>{});
-    return;
-  }
-  const auto extents = to_coord<CpuIndex>(shape);
-#pragma omp parallel for if (n >= parallel_threshold) schedule(static)
-  for (CpuIndex i = 0; i < n; ++i) program.template run<false>(i, unravel<R, CpuIndex>(i, extents));
+  for_each_coordinate(n, to_coord<CpuIndex>(shape),
+                      [&](CpuIndex i, const Coord<R, CpuIndex>& c) { program.template run<false>(i, c); });
 }
 
 }  // namespace et::detail::cpu_backend
