@@ -162,6 +162,9 @@ class Tensor : public detail::ExprTag {
 
   /// False for a default-constructed handle.
   bool defined() const noexcept { return defined_; }
+  /// True for the result of a view operation (view, reshape without a copy, transpose,
+  /// permute, slice, select, squeeze, unsqueeze, expand): it shares another tensor's storage.
+  bool is_view() const noexcept { return view_; }
   const Shape<Rank>& shape() const noexcept { return shape_; }
   const Shape<Rank>& strides() const noexcept { return strides_; }
   /// Extent of one axis; negative axes count from the end. Throws ShapeError if out of range.
@@ -499,6 +502,7 @@ class Tensor : public detail::ExprTag {
   template <std::size_t N, class Back>
   Tensor<T, int(N), D> share_storage(const detail::StridedLayout<N>& layout, const char* name, const Back& back) const {
     Tensor<T, int(N), D> out(storage_, layout.offset, layout.shape, layout.strides);
+    out.view_ = true;
     if (autograd_) detail::record_view(out, *this, back, name);
     return out;
   }
@@ -536,6 +540,10 @@ class Tensor : public detail::ExprTag {
   Shape<Rank> shape_{};
   Shape<Rank> strides_{};
   bool defined_ = false;
+  bool view_ = false;
+
+  template <Element, int, Device>
+  friend class Tensor;  // share_storage marks the views it makes, of any rank
 };
 
 template <class X>

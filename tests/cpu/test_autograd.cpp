@@ -146,6 +146,26 @@ TEST_CASE("in-place operations on recorded tensors are recorded, reading the val
   CHECK(w.grad().to_vector() == std::vector<double>{-12, 84, -12, 84});
 }
 
+TEST_CASE("a recorded write into a view is refused rather than losing the gradient", "[autograd]") {
+  auto x = et::ones<double>(et::cpu, {4});
+  x.requires_grad_(true);
+  et::Tensor<double, 1> h = x * 2.0;
+  CHECK_FALSE(h.is_view());
+  CHECK(h.slice(0, 0, 2).is_view());
+  CHECK(x.view({2, 2}).transpose(0, 1).is_view());
+  CHECK_THROWS_WITH(h.slice(0, 0, 2) = 5.0, Catch::Contains("writing into a view") && Catch::Contains("NoGradGuard"));
+  CHECK_THROWS_WITH(x.select(0, 1) += 1.0, Catch::Contains("writing into a view"));
+  auto buf = et::zeros<double>(et::cpu, {4});
+  CHECK_THROWS_WITH(buf.slice(0, 0, 2) = x.slice(0, 2, 4) * 3.0, Catch::Contains("writing into a view"));
+  buf.slice(0, 0, 2) = 1.0;  // nothing needs a gradient: an ordinary write
+  {
+    et::NoGradGuard guard;
+    h.slice(0, 0, 2) = 5.0;
+  }
+  CHECK(buf.to_vector() == std::vector<double>{1, 1, 0, 0});
+  CHECK(h.to_vector() == std::vector<double>{5, 5, 2, 2});
+}
+
 TEST_CASE("autograd misuse gives et:: errors", "[autograd]") {
   auto x = et::ones<float>(et::cpu, {2});
   CHECK_THROWS_WITH(et::sum(x).backward(), Catch::Contains("does not require grad"));
