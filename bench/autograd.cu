@@ -13,6 +13,8 @@
 //                     (1000 nodes): HOST microseconds per op, spans ending with et::synchronize;
 //                     "bwd": et::sum(y).backward() through them, per node; "tiny no-grad fwd":
 //                     the same loop under et::NoGradGuard.
+//   tiny cpu ...      the same three on CPU tensors: no launch to hide behind, so "recorded fwd"
+//                     minus "no-grad fwd" is the host cost of recording one operation.
 // Each iteration makes fresh leaves (t.detach().requires_grad_(true): same storage, a new
 // autograd state, host work only), so backward writes grad() once, as PyTorch's
 // zero_grad(set_to_none=True). zero_grad() would keep zeros that the next backward adds into
@@ -87,8 +89,8 @@ __global__ void reference_chain10(const float* x, const float* y, const float* w
 __global__ void empty_kernel() {}
 
 /// A new leaf on t's storage that requires grad and has no grad() yet.
-template <int R>
-et::Tensor<float, R, Gpu> fresh_leaf(const et::Tensor<float, R, Gpu>& t) {
+template <int R, class Dev>
+et::Tensor<float, R, Dev> fresh_leaf(const et::Tensor<float, R, Dev>& t) {
   auto leaf = t.detach();
   leaf.requires_grad_(true);
   return leaf;
@@ -147,7 +149,8 @@ class Autograd {
     std::printf("empty kernel launch (event pair around one launch): %.2f us\n", launch_floor_us_);
     chain(std::int64_t{1} << log2_);
     mlp();
-    tiny();
+    tiny<Gpu>("tiny");
+    tiny<et::Cpu>("tiny cpu");
     return report(json_path, device);
   }
 
@@ -267,8 +270,13 @@ class Autograd {
     add(row);
   }
 
-  void tiny() {
-    const Vector start = et::randn<float>(et::cuda<0>, {tiny_elements}, 21);
+  /// The dependent tiny-op loop on Dev (a CUDA device: launch-bound; the CPU: 1024 floats
+  /// take well under a microsecond, so recorded minus no-grad is what recording costs).
+  template <class Dev>
+  void tiny(const std::string& name) {
+    using Vector = et::Tensor<float, 1, Dev>;
+    using Tensor0 = et::Tensor<float, 0, Dev>;
+    const Vector start = et::randn<float>(Gpu{}, {tiny_elements}, 21).to(Dev{});
     Vector x, y;            // the span's leaf and its last result (with the graph: freed untimed)
     Tensor0 loss;
     auto reset = [&] { x = fresh_leaf(start), y = Vector{}, loss = Tensor0{}; };
@@ -303,11 +311,11 @@ class Autograd {
     const int spans = std::max(5, reps_ / 4);
     const std::string size = std::to_string(tiny_ops) + " x 2^10";
     const double no_grad_us = bench::host_median_us(reset, forward_no_grad, 1, spans) / tiny_ops;
-    Row recorded{"tiny recorded fwd", size, tiny_elements, 12.0 * tiny_elements};
+    Row recorded{name + " recorded fwd", size, tiny_elements, 12.0 * tiny_elements};
     recorded.etensor_us = bench::host_median_us(reset, forward, 1, spans) / tiny_ops;
-    Row backward{"tiny recorded bwd", size, tiny_elements, 12.0 * tiny_elements};
+    Row backward{name + " recorded bwd", size, tiny_elements, 12.0 * tiny_elements};
     backward.etensor_us = bench::host_median_us(setup_backward, [&] { loss.backward(); }, 1, spans) / tiny_ops;
-    Row plain{"tiny no-grad fwd", size, tiny_elements, 8.0 * tiny_elements};
+    Row plain{name + " no-grad fwd", size, tiny_elements, 8.0 * tiny_elements};
     plain.etensor_us = no_grad_us;
     recorded.note = "host us per recorded y = y * 1.0001f + 0.5f (a new tensor each), span to et::synchronize";
     backward.note = "host us per node of et::sum(y).backward() through the 1000 nodes";

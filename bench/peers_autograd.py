@@ -13,6 +13,7 @@
                        autograd node per op; torch.compile: the step compiled, one node per call
     tiny recorded bwd  y.sum().backward() through those 1000 nodes, host microseconds per node
     tiny no-grad fwd   the same loop under torch.no_grad()
+    tiny cpu ...       the same three on CPU tensors, eager only (what recording costs the host)
 
 As in bench/autograd.cu, every iteration starts from fresh leaves (t.detach().requires_grad_()),
 so grads are written once, not accumulated: PyTorch's zero_grad(set_to_none=True).
@@ -48,7 +49,7 @@ from peers_suite import chain10, relative_error  # noqa: E402
 TOLERANCE = {"chain10": 1e-5, "mlp3": 1e-4, "tiny": 1e-4}
 MLP_BATCH, MLP_WIDTH = 256, 4096
 TINY_ELEMENTS, TINY_OPS = 1024, 1000
-WORKLOADS = ("chain10", "mlp3", "tiny")
+WORKLOADS = ("chain10", "mlp3", "tiny", "tiny_cpu")
 PEERS = ("torch eager", "torch.compile")
 
 
@@ -229,9 +230,9 @@ class Runner:
                          note=setting)
         state.clear()
 
-    def tiny(self):
+    def tiny(self, device="cuda", name="tiny"):
         torch = self.torch
-        start = torch.randn(TINY_ELEMENTS, device="cuda", generator=self.generator)
+        start = torch.randn(TINY_ELEMENTS, device="cuda", generator=self.generator).to(device)
         half = torch.full_like(start, 0.5)
         factor = torch.tensor(1.0001, dtype=torch.float32).item()  # 1.0001 rounded to float32
         want = start.double()
@@ -252,6 +253,8 @@ class Runner:
             return error, bad
 
         for peer, step in self.peers(lambda v: v * 1.0001 + 0.5):
+            if device == "cpu" and peer != "torch eager":
+                continue  # the CPU rows compare recording costs with eager PyTorch's
             if peer == "torch eager":
                 step = lambda v: torch.add(half, v, alpha=1.0001)  # noqa: E731 - one kernel, one node
 
@@ -279,13 +282,16 @@ class Runner:
 
             def per_op(setup, work):
                 return lambda: host_median_us(torch, setup, work, 1, spans) / TINY_OPS
-            self.measure("tiny recorded fwd", size, TINY_ELEMENTS, peer, lambda f=forward: (reset(), f()),
+            self.measure(f"{name} recorded fwd", size, TINY_ELEMENTS, peer, lambda f=forward: (reset(), f()),
                          per_op(reset, forward), lambda: check(False), TOLERANCE["tiny"])
-            self.measure("tiny recorded bwd", size, TINY_ELEMENTS, peer, lambda s=setup_backward: (s(), backward()),
+            self.measure(f"{name} recorded bwd", size, TINY_ELEMENTS, peer, lambda s=setup_backward: (s(), backward()),
                          per_op(setup_backward, backward), lambda: check(True), TOLERANCE["tiny"])
-            self.measure("tiny no-grad fwd", size, TINY_ELEMENTS, peer, lambda f=forward_no_grad: (reset(), f()),
+            self.measure(f"{name} no-grad fwd", size, TINY_ELEMENTS, peer, lambda f=forward_no_grad: (reset(), f()),
                          per_op(reset, forward_no_grad), lambda: check(False), TOLERANCE["tiny"])
         state.clear()
+
+    def tiny_cpu(self):
+        self.tiny("cpu", "tiny cpu")
 
 
 def main():
