@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace test {
 
@@ -159,6 +160,66 @@ void check_nn_gradients() {
   gradcheck<D>("avg_pool2d",
                [](const auto& x) { return et::avg_pool2d(x, {.kernel = {3, 3}, .stride = {1, 1}, .padding = {1, 1}}); },
                grad_input(S4{2, 1, 4, 3}, 77));
+}
+
+/// The seed's worked example: y = mean((x + 2)^2 + 3) at x = [0, 1, 2] gives [4/3, 2, 8/3].
+template <class D>
+void check_seed_example() {
+  auto x = et::from_vector(D{}, std::vector<float>{0, 1, 2}, {3});
+  x.requires_grad_(true);
+  auto y = et::mean(et::pow(x + 2, 2) + 3);
+  CHECK(y.requires_grad());
+  CHECK_FALSE(y.is_leaf());
+  y.backward();
+  const auto g = x.grad().to_vector();
+  REQUIRE(g.size() == 3);
+  CHECK(g[0] == Approx(4.0 / 3));
+  CHECK(g[1] == Approx(2.0));
+  CHECK(g[2] == Approx(8.0 / 3));
+}
+
+/// In-place operations on recorded tensors are recorded, reading the values they overwrite.
+template <class D>
+void check_in_place_writes() {
+  auto x = et::from_vector(D{}, std::vector<double>{1, 2}, {2});
+  x.requires_grad_(true);
+  et::Tensor<double, 1, D> h = x * 2.0;  // 2x
+  h *= h;                                 // 4x^2: the node keeps h's old values
+  h += x;                                 // 4x^2 + x
+  et::sum(h).backward();
+  CHECK(x.grad().to_vector() == std::vector<double>{9, 17});  // 8x + 1
+
+  auto w = et::from_vector(D{}, std::vector<double>{1, 2, 3, 4}, {2, 2});
+  w.requires_grad_(true);
+  const auto b = et::from_vector(D{}, std::vector<double>{1, -1, 5, 7}, {2, 2});
+  et::Tensor<double, 2, D> a = w * 1.0;
+  a = et::matmul(a, b);  // in place: the product's node keeps the old a
+  a = et::matmul(a, b);  // w b b
+  et::sum(a).backward();
+  // d sum(w B)/dw = ones @ B^T with B = b b = [[-4, -8], [40, 44]]: rows of B summed.
+  CHECK(w.grad().to_vector() == std::vector<double>{-12, 84, -12, 84});
+}
+
+/// A recorded write into a view is refused rather than losing the gradient.
+template <class D>
+void check_view_writes() {
+  auto x = et::ones<double>(D{}, {4});
+  x.requires_grad_(true);
+  et::Tensor<double, 1, D> h = x * 2.0;
+  CHECK_FALSE(h.is_view());
+  CHECK(h.slice(0, 0, 2).is_view());
+  CHECK(x.view({2, 2}).transpose(0, 1).is_view());
+  CHECK_THROWS_WITH(h.slice(0, 0, 2) = 5.0, Catch::Contains("writing into a view") && Catch::Contains("NoGradGuard"));
+  CHECK_THROWS_WITH(x.select(0, 1) += 1.0, Catch::Contains("writing into a view"));
+  auto buf = et::zeros<double>(D{}, {4});
+  CHECK_THROWS_WITH(buf.slice(0, 0, 2) = x.slice(0, 2, 4) * 3.0, Catch::Contains("writing into a view"));
+  buf.slice(0, 0, 2) = 1.0;  // nothing needs a gradient: an ordinary write
+  {
+    et::NoGradGuard guard;
+    h.slice(0, 0, 2) = 5.0;
+  }
+  CHECK(buf.to_vector() == std::vector<double>{1, 1, 0, 0});
+  CHECK(h.to_vector() == std::vector<double>{5, 5, 2, 2});
 }
 
 }  // namespace test

@@ -12,16 +12,11 @@
 
 using Gpu = et::Cuda<0>;
 
-TEST_CASE("GPU: the seed's worked example", "[autograd]") {
-  auto x = et::from_vector(et::cuda<0>, std::vector<float>{0, 1, 2}, {3});
-  x.requires_grad_(true);
-  auto y = et::mean(et::pow(x + 2, 2) + 3);
-  y.backward();
-  const auto g = x.grad().to_vector();
-  CHECK(g[0] == Approx(4.0 / 3));
-  CHECK(g[1] == Approx(2.0));
-  CHECK(g[2] == Approx(8.0 / 3));
+TEST_CASE("GPU: the seed's worked example", "[autograd]") { test::check_seed_example<Gpu>(); }
+TEST_CASE("GPU: in-place operations on recorded tensors read the values they overwrite", "[autograd][matmul]") {
+  test::check_in_place_writes<Gpu>();
 }
+TEST_CASE("GPU: a recorded write into a view is refused", "[autograd]") { test::check_view_writes<Gpu>(); }
 
 TEST_CASE("GPU: gradients of elementwise functions and operators", "[autograd]") {
   test::check_elementwise_gradients<Gpu>();
