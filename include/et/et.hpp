@@ -15,3 +15,4 @@
 #include "et/core.hpp"
 #include "et/ops/linalg.hpp"
 #include "et/ops/nn.hpp"
+#include "et/nn/loss.hpp"
