@@ -43,6 +43,7 @@ program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_
 /// in one parallel region: each thread walks its contiguous range like an odometer.
 template <int R, class Index, class F>
 void for_each_coordinate(Index n, const Coord<R, Index>& extents, const F& f) {
+  if (n == 0) return;  // an extent of 0: unravel would divide by it
 #pragma omp parallel if (n >= parallel_threshold)
   {
     Index threads = 1, thread = 0;
