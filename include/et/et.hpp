@@ -16,3 +16,4 @@
 #include "et/ops/linalg.hpp"
 #include "et/ops/nn.hpp"
 #include "et/nn/loss.hpp"
+#include "et/optim/optimizers.hpp"

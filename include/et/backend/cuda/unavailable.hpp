@@ -49,6 +49,11 @@ void run_gradient(Backend<I>, const Operands&...) {  // autograd's fused backwar
 }
 
 template <int I, class... Operands>
+void run_multi_tensor(Backend<I>, const Operands&...) {  // optimizers
+  [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
+}
+
+template <int I, class... Operands>
 bool gemm(Backend<I>, const Operands&...) {
   [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
   return false;

@@ -1,0 +1,25 @@
+// A multi-tensor update on a CUDA device: ONE kernel launch for every tensor of the list,
+// on the device's current stream. Only for nvcc.
+#pragma once
+
+#if !defined(__CUDACC__)
+#error "et/backend/cuda/multi_tensor.hpp launches kernels: compile this file with nvcc"
+#endif
+
+#include "et/backend/backend.hpp"
+#include "et/backend/cuda/elementwise.hpp"
+#include "et/kernels/multi_tensor.cuh"
+#include "et/optim/tensor_list.hpp"
+#include "et/runtime/stream.hpp"
+
+namespace et::detail::cuda_backend {
+
+template <int I, class T, int K, class Update>
+void run_multi_tensor(Backend<I>, const TensorList<T, K>& list, const Update& update) {
+  if (list.count == 0) return;
+  const CudaCall call(I);
+  kernels::multi_tensor_apply<<<static_cast<unsigned>(list.blocks()), block_threads, 0, call.stream()>>>(list, update);
+  ET_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace et::detail::cuda_backend

@@ -1,0 +1,251 @@
+// Optimizers (namespace et::optim), PyTorch's update rules, each step ONE fused kernel
+// launch for all parameters (one parallel loop on the CPU; a launch per 256 parameters
+// beyond that), like PyTorch's fused/foreach optimizers:
+//
+//   et::optim::SGD opt(et::optim::parameters(w, b), {.lr = 0.01, .momentum = 0.9});
+//   et::optim::Adam adam(model.parameters(), {.lr = 1e-3});     // AdamW: et::optim::AdamW
+//   opt.zero_grad();  loss.backward();  opt.step();
+//
+// A parameter without a gradient (no backward reached it) is skipped, as in PyTorch.
+// float and double parameters; the state (momentum, moments) has the parameter's type.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "et/backend/cpu/multi_tensor.hpp"
+#include "et/expr/functors.hpp"
+#include "et/ops/creation.hpp"
+#include "et/optim/parameter.hpp"
+#include "et/optim/tensor_list.hpp"
+#if defined(ET_DEVICE_COMPILER)
+#include "et/backend/cuda/multi_tensor.hpp"
+#endif
+
+namespace et::optim {
+
+namespace detail {
+
+using et::detail::TensorList;
+
+/// Runs `update` over the arrays that `arrays_of(k, pointers)` gives parameter k (false:
+/// skip it), in lists of TensorList::capacity: one launch each.
+template <int K, class T, class D, class Arrays, class Update>
+void apply_all(const std::vector<Parameter<T, D>>& params, Arrays arrays_of, const Update& update) {
+  TensorList<T, K> list;
+  auto flush = [&] {
+    run_multi_tensor(et::detail::backend<D>, list, update);  // found by argument-dependent lookup
+    list.count = 0;
+  };
+  for (std::size_t k = 0; k != params.size(); ++k) {
+    T* pointers[K];
+    if (params[k].numel() == 0 || !arrays_of(k, pointers)) continue;
+    if (!list.add(pointers, params[k].numel())) {
+      flush();
+      list.add(pointers, params[k].numel());
+    }
+  }
+  flush();
+}
+
+template <class T>
+struct ZeroUpdate {
+  ET_HD void operator()(T* const* a, std::int64_t i) const { a[0][i] = T(0); }
+};
+
+/// The parameters' flat gradients, zeroed in one launch.
+template <class T, class D>
+void zero_grads(const std::vector<Parameter<T, D>>& params) {
+  std::vector<Tensor<T, 1, D>> grads(params.size());
+  apply_all<1>(
+      params,
+      [&](std::size_t k, T* (&p)[1]) {
+        grads[k] = params[k].grad();
+        p[0] = grads[k].defined() ? grads[k].data() : nullptr;
+        return grads[k].defined();
+      },
+      ZeroUpdate<T>{});
+}
+
+}  // namespace detail
+
+/// Stochastic gradient descent, PyTorch's torch.optim.SGD: g += weight_decay * p; with
+/// momentum, buf = momentum * buf + (1 - dampening) * g (buf = g at the first step) and g =
+/// g + momentum * buf (nesterov) or buf; p -= lr * g.
+struct SGDOptions {
+  double lr = 1e-3;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+};
+
+template <class T>
+struct SgdUpdate {
+  T lr, momentum, dampening, weight_decay;
+  bool nesterov, first;
+  ET_HD void operator()(T* const* a, std::int64_t i) const {  // a: parameter, gradient, momentum buffer
+    T g = a[1][i] + weight_decay * a[0][i];
+    if (momentum != T(0)) {
+      const T buf = first ? g : momentum * a[2][i] + (T(1) - dampening) * g;
+      a[2][i] = buf;
+      g = nesterov ? g + momentum * buf : buf;
+    }
+    a[0][i] -= lr * g;
+  }
+};
+
+template <class T, class D>
+class SGD {
+ public:
+  SGD(std::vector<Parameter<T, D>> params, SGDOptions options) : params_(std::move(params)), options_(options) {
+    if (!(options.lr >= 0) || !(options.momentum >= 0) || !(options.weight_decay >= 0))
+      throw Error("et: SGD needs lr, momentum and weight_decay >= 0");
+    if (options.nesterov && (options.momentum <= 0 || options.dampening != 0))
+      throw Error("et: SGD with nesterov needs momentum > 0 and dampening 0 (as in PyTorch)");
+    buffers_.resize(params_.size());
+  }
+  void zero_grad() { detail::zero_grads(params_); }
+  /// One update of every parameter that has a gradient.
+  void step() {
+    const bool momentum = options_.momentum != 0;
+    std::vector<Tensor<T, 1, D>> grads(params_.size());
+    std::vector<char> first(params_.size(), 0);
+    auto arrays = [&](std::size_t k, T* (&a)[3]) {
+      grads[k] = params_[k].grad();
+      if (!grads[k].defined()) return false;
+      if (momentum && !buffers_[k].defined()) {
+        buffers_[k] = Tensor<T, 1, D>::allocate(Shape<1>{params_[k].numel()});
+        first[k] = 1;
+      }
+      a[0] = params_[k].data().data();
+      a[1] = grads[k].data();
+      a[2] = momentum ? buffers_[k].data() : nullptr;
+      return true;
+    };
+    // The first step initializes the buffers (buf = g): its own launch when some parameter
+    // has a buffer already and others do not (a parameter that had no gradient before).
+    for (const bool initial : {true, false}) {
+      auto these = [&](std::size_t k, T* (&a)[3]) { return arrays(k, a) && (!momentum || bool(first[k]) == initial); };
+      detail::apply_all<3>(params_, these,
+                           SgdUpdate<T>{T(options_.lr), T(options_.momentum), T(options_.dampening),
+                                        T(options_.weight_decay), options_.nesterov, initial});
+      if (!momentum) break;
+    }
+    for (const auto& p : params_) p.note_write();
+  }
+  const std::vector<Parameter<T, D>>& parameters() const noexcept { return params_; }
+  SGDOptions& options() noexcept { return options_; }  // e.g. a learning-rate schedule
+
+ private:
+  std::vector<Parameter<T, D>> params_;
+  SGDOptions options_;
+  std::vector<Tensor<T, 1, D>> buffers_;
+};
+
+/// Adam (PyTorch's torch.optim.Adam; AdamW with decoupled weight decay): m = b1 m +
+/// (1 - b1) g, v = b2 v + (1 - b2) g^2, p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t)
+/// + eps). Adam adds weight_decay * p to g; AdamW multiplies p by 1 - lr * weight_decay.
+struct AdamOptions {
+  double lr = 1e-3;
+  std::array<double, 2> betas{0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0;
+};
+
+template <class T>
+struct AdamUpdate {
+  T beta1, beta2, step_size, bias2_sqrt, eps, weight_decay, decay_factor;
+  ET_HD void operator()(T* const* a, std::int64_t i) const {  // a: parameter, gradient, m, v
+    T p = a[0][i] * decay_factor;
+    const T g = a[1][i] + weight_decay * p;
+    const T m = beta1 * a[2][i] + (T(1) - beta1) * g;
+    const T v = beta2 * a[3][i] + (T(1) - beta2) * g * g;
+    a[2][i] = m;
+    a[3][i] = v;
+    a[0][i] = p - step_size * m / (et::detail::math::sqrt(v) / bias2_sqrt + eps);
+  }
+};
+
+template <class T, class D>
+class Adam {
+ public:
+  Adam(std::vector<Parameter<T, D>> params, AdamOptions options, bool decoupled = false)
+      : params_(std::move(params)), options_(options), decoupled_(decoupled) {
+    const auto [b1, b2] = options.betas;
+    if (!(options.lr >= 0) || !(options.eps >= 0) || !(options.weight_decay >= 0) || !(b1 >= 0 && b1 < 1) ||
+        !(b2 >= 0 && b2 < 1))
+      throw Error("et: Adam needs lr, eps, weight_decay >= 0 and betas in [0, 1)");
+    state_.resize(params_.size());
+  }
+  void zero_grad() { detail::zero_grads(params_); }
+  void step() {
+    std::vector<Tensor<T, 1, D>> grads(params_.size());
+    // Each parameter counts its own steps (as PyTorch's state["step"]); parameters in one
+    // launch share the bias corrections, so one launch per distinct count.
+    std::vector<std::int64_t> counts;
+    for (std::size_t k = 0; k != params_.size(); ++k) {
+      grads[k] = params_[k].grad();
+      if (!grads[k].defined()) continue;
+      State& s = state_[k];
+      if (!s.m.defined()) {
+        s.m = zeros<T>(D{}, Shape<1>{params_[k].numel()});
+        s.v = zeros<T>(D{}, Shape<1>{params_[k].numel()});
+      }
+      ++s.step;
+      if (std::find(counts.begin(), counts.end(), s.step) == counts.end()) counts.push_back(s.step);
+    }
+    const auto [b1, b2] = options_.betas;
+    for (const std::int64_t t : counts) {
+      const double bias1 = 1 - std::pow(b1, double(t)), bias2 = 1 - std::pow(b2, double(t));
+      const double wd = options_.weight_decay;
+      const AdamUpdate<T> update{T(b1),  T(b2), T(options_.lr / bias1), T(std::sqrt(bias2)), T(options_.eps),
+                                 T(decoupled_ ? 0.0 : wd), T(decoupled_ ? 1 - options_.lr * wd : 1.0)};
+      detail::apply_all<4>(
+          params_,
+          [&](std::size_t k, T* (&a)[4]) {
+            if (!grads[k].defined() || state_[k].step != t) return false;
+            a[0] = params_[k].data().data();
+            a[1] = grads[k].data();
+            a[2] = state_[k].m.data();
+            a[3] = state_[k].v.data();
+            return true;
+          },
+          update);
+    }
+    for (const auto& p : params_) p.note_write();
+  }
+  const std::vector<Parameter<T, D>>& parameters() const noexcept { return params_; }
+  AdamOptions& options() noexcept { return options_; }
+
+ private:
+  struct State {
+    Tensor<T, 1, D> m, v;
+    std::int64_t step = 0;
+  };
+  std::vector<Parameter<T, D>> params_;
+  AdamOptions options_;
+  bool decoupled_;
+  std::vector<State> state_;
+};
+
+/// AdamW (torch.optim.AdamW): Adam with decoupled weight decay, 0.01 by default.
+struct AdamWOptions {
+  double lr = 1e-3;
+  std::array<double, 2> betas{0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+};
+
+template <class T, class D>
+class AdamW : public Adam<T, D> {
+ public:
+  AdamW(std::vector<Parameter<T, D>> params, AdamWOptions o)
+      : Adam<T, D>(std::move(params), AdamOptions{o.lr, o.betas, o.eps, o.weight_decay}, true) {}
+};
+
+}  // namespace et::optim

@@ -1,0 +1,78 @@
+// What an optimizer updates: et::optim::Parameter<T, D>, one tensor of any rank (a leaf
+// that requires grad, contiguous), seen as a flat array. A module's parameters() gives a
+// std::vector of them; for loose tensors, et::optim::parameters(w, b, ...).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "et/autograd/meta.hpp"
+#include "et/runtime/error.hpp"
+#include "et/tensor.hpp"
+
+namespace et::optim {
+
+namespace detail {
+
+template <class T, int R, class D>
+Tensor<T, 1, D> flat(const Tensor<T, R, D>& t, const char* what) {
+  if (!t.is_contiguous())
+    throw Error(std::string("et: an optimizer updates contiguous tensors, but a parameter's ") + what +
+                " has shape " + format_shape(t.shape()) + " and strides " + format_shape(t.strides()));
+  return Tensor<T, 1, D>(t.storage(), t.offset(), Shape<1>{t.numel()}, Shape<1>{1});
+}
+
+template <class T, class D>
+struct Source {
+  virtual ~Source() = default;
+  virtual Tensor<T, 1, D> grad() const = 0;
+  virtual void note_write() const = 0;
+};
+
+template <class T, int R, class D>
+struct TensorSource final : Source<T, D> {
+  explicit TensorSource(const Tensor<T, R, D>& t) : tensor(t) {}
+  Tensor<T, 1, D> grad() const override {
+    const Tensor<T, R, D> g = tensor.grad();
+    return g.defined() ? flat(g, "gradient") : Tensor<T, 1, D>{};
+  }
+  void note_write() const override { tensor.note_write(); }
+  Tensor<T, R, D> tensor;
+};
+
+}  // namespace detail
+
+/// One tensor an optimizer updates. Converts implicitly from any Tensor<T, R, D> that is a
+/// contiguous leaf requiring grad (et::Error otherwise); copies share the tensor.
+template <class T, class D>
+class Parameter {
+ public:
+  template <int R>
+  Parameter(const Tensor<T, R, D>& t)  // NOLINT(google-explicit-constructor): a vector of tensors converts
+      : data_(detail::flat(t, "data")), source_(std::make_shared<detail::TensorSource<T, R, D>>(t)) {
+    static_assert(et::detail::is_floating_v<T>, "et: an optimizer's parameters are floating-point tensors");
+    if (!t.requires_grad() || !t.is_leaf())
+      throw Error("et: an optimizer's parameter must be a leaf tensor that requires grad (requires_grad_(true))");
+  }
+  /// The values, flat (the same storage).
+  const Tensor<T, 1, D>& data() const noexcept { return data_; }
+  /// The accumulated gradient, flat, or an undefined tensor before the first backward.
+  Tensor<T, 1, D> grad() const { return source_->grad(); }
+  std::int64_t numel() const noexcept { return data_.numel(); }
+  /// Tells autograd that an optimizer step changed the values (version counter).
+  void note_write() const { source_->note_write(); }
+
+ private:
+  Tensor<T, 1, D> data_;
+  std::shared_ptr<const detail::Source<T, D>> source_;
+};
+
+/// The parameters of loose tensors: et::optim::SGD opt(et::optim::parameters(w, b), {...}).
+template <class T, int R, class D, class... Rest>
+std::vector<Parameter<T, D>> parameters(const Tensor<T, R, D>& first, const Rest&... rest) {
+  return {Parameter<T, D>(first), Parameter<T, D>(rest)...};
+}
+
+}  // namespace et::optim

@@ -1,0 +1,130 @@
+// Optimizers (et::optim::SGD, Adam, AdamW), shared by the CPU and GPU tests (test_optim.cpp
+// / .cu): three steps on two parameters against PyTorch's update formulas computed here
+// on the host in double precision, with gradients 2 c p from L = sum(c p^2).
+#pragma once
+
+#include "gradcheck.hpp"
+
+#include <et/et.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace test {
+
+/// PyTorch's update rules, one element at a time (the reference).
+struct HostOptimizer {
+  std::string kind;  // "sgd", "adam", "adamw"
+  double lr, momentum = 0, dampening = 0, weight_decay = 0, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  bool nesterov = false;
+  std::vector<double> buf{}, m{}, v{};
+  int t = 0;
+  void step(std::vector<double>& p, const std::vector<double>& grad) {
+    ++t;
+    buf.resize(p.size()), m.resize(p.size()), v.resize(p.size());
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      double g = grad[i];
+      if (kind == "sgd") {
+        g += weight_decay * p[i];
+        if (momentum != 0) {
+          buf[i] = t == 1 ? g : momentum * buf[i] + (1 - dampening) * g;
+          g = nesterov ? g + momentum * buf[i] : buf[i];
+        }
+        p[i] -= lr * g;
+      } else {
+        if (kind == "adamw") p[i] *= 1 - lr * weight_decay;
+        else g += weight_decay * p[i];
+        m[i] = b1 * m[i] + (1 - b1) * g;
+        v[i] = b2 * v[i] + (1 - b2) * g * g;
+        const double bias1 = 1 - std::pow(b1, t), bias2 = 1 - std::pow(b2, t);
+        p[i] -= lr / bias1 * m[i] / (std::sqrt(v[i]) / std::sqrt(bias2) + eps);
+      }
+    }
+  }
+};
+
+/// Three steps of `make(parameters)` on w [3, 4] and b [5] against `reference`.
+template <class D, class Make>
+void check_steps(const std::string& what, Make make, HostOptimizer reference) {
+  auto w_host = random_values<double>(12, 31, -1, 1), b_host = random_values<double>(5, 32, -1, 1);
+  const auto cw_host = random_values<double>(12, 33, 0.5, 2), cb_host = random_values<double>(5, 34, 0.5, 2);
+  auto w = et::from_vector(D{}, w_host, {3, 4});
+  auto b = et::from_vector(D{}, b_host, {5});
+  w.requires_grad_(true), b.requires_grad_(true);
+  const auto cw = et::from_vector(D{}, cw_host, {3, 4});
+  const auto cb = et::from_vector(D{}, cb_host, {5});
+  auto opt = make(et::optim::parameters(w, b));
+  HostOptimizer reference_b = reference;
+  for (int step = 0; step < 3; ++step) {
+    opt.zero_grad();
+    et::Tensor<double, 0, D> loss = et::sum(cw * w * w) + et::sum(cb * b * b);
+    loss.backward();
+    opt.step();
+    std::vector<double> gw(12), gb(5);
+    for (std::size_t i = 0; i < 12; ++i) gw[i] = 2 * cw_host[i] * w_host[i];
+    for (std::size_t i = 0; i < 5; ++i) gb[i] = 2 * cb_host[i] * b_host[i];
+    reference.step(w_host, gw);
+    reference_b.step(b_host, gb);
+  }
+  const auto w_got = w.detach().to_vector(), b_got = b.detach().to_vector();
+  CAPTURE(what);
+  for (std::size_t i = 0; i < 12; ++i) CHECK(w_got[i] == Approx(w_host[i]).epsilon(1e-12).margin(1e-14));
+  for (std::size_t i = 0; i < 5; ++i) CHECK(b_got[i] == Approx(b_host[i]).epsilon(1e-12).margin(1e-14));
+}
+
+template <class D>
+void check_optimizers() {
+  using P = std::vector<et::optim::Parameter<double, D>>;
+  check_steps<D>("sgd", [](P p) { return et::optim::SGD(p, {.lr = 0.1}); }, {.kind = "sgd", .lr = 0.1});
+  check_steps<D>(
+      "sgd momentum, dampening, weight decay",
+      [](P p) { return et::optim::SGD(p, {.lr = 0.05, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01}); },
+      {.kind = "sgd", .lr = 0.05, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01});
+  check_steps<D>(
+      "sgd nesterov", [](P p) { return et::optim::SGD(p, {.lr = 0.05, .momentum = 0.8, .nesterov = true}); },
+      {.kind = "sgd", .lr = 0.05, .momentum = 0.8, .nesterov = true});
+  check_steps<D>(
+      "adam", [](P p) { return et::optim::Adam(p, {.lr = 0.01, .weight_decay = 0.1}); },
+      {.kind = "adam", .lr = 0.01, .weight_decay = 0.1});
+  check_steps<D>(
+      "adamw", [](P p) { return et::optim::AdamW(p, {.lr = 0.01, .betas = {0.8, 0.99}}); },
+      {.kind = "adamw", .lr = 0.01, .weight_decay = 0.01, .b1 = 0.8, .b2 = 0.99});
+
+  // More parameters than one launch takes (256), and one without a gradient: skipped.
+  std::vector<et::Tensor<double, 1, D>> many;
+  std::vector<et::optim::Parameter<double, D>> params;
+  for (int k = 0; k < 300; ++k) {
+    many.push_back(et::full<double>(D{}, {1 + k % 3}, double(k)));
+    many.back().requires_grad_(true);
+    params.emplace_back(many.back());
+  }
+  et::optim::SGD sgd(params, {.lr = 0.5});
+  et::Tensor<double, 0, D> loss = et::sum(many[0]);
+  for (int k = 1; k < 299; ++k) loss = loss + et::sum(many[static_cast<std::size_t>(k)]);  // many[299]: no gradient
+  loss.backward();
+  sgd.step();
+  for (int k = 0; k < 300; ++k) {
+    const auto values = many[static_cast<std::size_t>(k)].detach().to_vector();
+    CHECK(values[0] == (k < 299 ? k - 0.5 : k));
+  }
+  sgd.zero_grad();
+  CHECK(et::sum(many[0].grad()).item() == 0.0);
+
+  // Errors.
+  auto leaf = et::ones<double>(D{}, {2, 3});
+  CHECK_THROWS_WITH(et::optim::parameters(leaf), Catch::Contains("requires grad"));
+  leaf.requires_grad_(true);
+  CHECK_THROWS_WITH(et::optim::parameters(leaf.transpose(0, 1)), Catch::Contains("contiguous"));
+  const et::Tensor<double, 2, D> computed = leaf * 2.0;
+  CHECK_THROWS_WITH(et::optim::parameters(computed), Catch::Contains("leaf"));
+  CHECK_THROWS_WITH(et::optim::SGD(et::optim::parameters(leaf), {.lr = 0.1, .nesterov = true}),
+                    Catch::Contains("nesterov"));
+  CHECK_THROWS_WITH(et::optim::Adam(et::optim::parameters(leaf), {.betas = {1.0, 0.9}}), Catch::Contains("betas"));
+}
+
+}  // namespace test
