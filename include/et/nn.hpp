@@ -1,0 +1,12 @@
+// etensor's training layer, on top of et/et.hpp: modules (et::nn::Module, Linear, Conv2d,
+// BatchNorm2d, activations, Dropout, pooling, Flatten, Sequential) and safetensors save/load.
+// A header of its own so that files which only compute do not compile it.
+#pragma once
+
+// First, as in et.hpp: a device-mix error is then introduced by two include lines.
+#include "et/device_mismatch.hpp"
+#include "et/et.hpp"
+#include "et/nn/activations.hpp"
+#include "et/nn/layers.hpp"
+#include "et/nn/module.hpp"
+#include "et/nn/serialize.hpp"

@@ -1,0 +1,153 @@
+// The modules without parameters, and Sequential:
+//
+//   et::nn::ReLU  Sigmoid  Tanh  GELU  Dropout(p, seed)  Flatten  MaxPool2d(k, stride)  AvgPool2d(k, stride)
+//   et::nn::Sequential seq(et::nn::Linear<float, D>(dev, 64, 32, 1), et::nn::ReLU{}, ...);   seq(x)
+//
+// Each takes a tensor of any element type and device and returns one tensor (one kernel for
+// the elementwise ones). Dropout draws its mask from a counter-based generator (Philox, keyed
+// by the seed and the call count, counted by element index), so the CPU and a GPU drop the
+// same elements.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "et/nn/layers.hpp"
+
+namespace et::nn {
+
+#define ET_NN_ELEMENTWISE_MODULE(NAME, FUNCTION)                 \
+  struct NAME : Module<NAME> {                                   \
+    auto members() { return std::tuple<>{}; }                    \
+    template <class T, int R, class D>                           \
+    Tensor<T, R, D> forward(const Tensor<T, R, D>& x) {          \
+      return Tensor<T, R, D>(FUNCTION(x));                       \
+    }                                                            \
+  };
+/// max(x, 0)
+ET_NN_ELEMENTWISE_MODULE(ReLU, relu)
+/// 1 / (1 + exp(-x))
+ET_NN_ELEMENTWISE_MODULE(Sigmoid, sigmoid)
+ET_NN_ELEMENTWISE_MODULE(Tanh, tanh)
+/// Exact GELU, x Phi(x) (PyTorch's default, approximate='none').
+ET_NN_ELEMENTWISE_MODULE(GELU, gelu)
+#undef ET_NN_ELEMENTWISE_MODULE
+
+/// In training, zeroes each element with probability p and scales the others by 1/(1 - p);
+/// in eval returns its input. Each call draws a new mask.
+class Dropout : public Module<Dropout> {
+ public:
+  Dropout() = default;
+  explicit Dropout(double p, std::uint64_t seed = 0) : p_(p), seed_(seed) {
+    if (!(p >= 0.0 && p <= 1.0)) throw Error("et: Dropout: p must be in [0, 1], got " + std::to_string(p));
+  }
+  auto members() { return et::nn::members("p", p_, "seed", seed_, "calls", calls_); }
+  double p() const noexcept { return p_; }
+
+  template <class T, int R, class D>
+  Tensor<T, R, D> forward(const Tensor<T, R, D>& x) {
+    if (!is_training() || p_ == 0.0) return x;
+    if (p_ == 1.0) return Tensor<T, R, D>(x * T(0));
+    using Gen = et::detail::UniformGenerator<float>;
+    const et::detail::GeneratorExpr<Gen, R, D> u(Gen{detail::derive_seed(seed_, calls_++)}, x.shape());
+    return Tensor<T, R, D>(where(u < static_cast<float>(p_), T(0), x * T(1.0 / (1.0 - p_))));
+  }
+
+ private:
+  double p_ = 0.5;
+  std::uint64_t seed_ = 0;
+  std::uint64_t calls_ = 0;
+};
+
+/// [N, d1, d2, ...] -> [N, d1 * d2 * ...] (a view when the layout allows, else a copy).
+struct Flatten : Module<Flatten> {
+  auto members() { return std::tuple<>{}; }
+  template <class T, int R, class D>
+  Tensor<T, 2, D> forward(const Tensor<T, R, D>& x) {
+    static_assert(R >= 1, "et: Flatten takes tensors of rank 1 or more, [N, ...]");
+    std::int64_t rest = 1;
+    for (int axis = 1; axis < R; ++axis) rest *= x.size(axis);
+    return x.reshape(std::array<std::int64_t, 2>{x.size(0), rest});
+  }
+};
+
+namespace detail {
+
+inline Pool2dOptions pool_options(std::int64_t kernel, std::int64_t stride, std::int64_t padding) {
+  return {.kernel = {kernel, kernel}, .stride = {stride, stride}, .padding = {padding, padding}};
+}
+
+}  // namespace detail
+
+/// max_pool2d with a square kernel; stride 0 (the default) is the kernel's extent.
+struct MaxPool2d : Module<MaxPool2d> {
+  Pool2dOptions options;
+  MaxPool2d() = default;
+  explicit MaxPool2d(std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0)
+      : options(detail::pool_options(kernel, stride, padding)) {}
+  explicit MaxPool2d(const Pool2dOptions& options) : options(options) {}
+  auto members() { return et::nn::members("options", options); }
+  template <class T, class D>
+  Tensor<T, 4, D> forward(const Tensor<T, 4, D>& x) {
+    return max_pool2d(x, options);
+  }
+};
+
+/// avg_pool2d with a square kernel; stride 0 (the default) is the kernel's extent.
+struct AvgPool2d : Module<AvgPool2d> {
+  Pool2dOptions options;
+  AvgPool2d() = default;
+  explicit AvgPool2d(std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0)
+      : options(detail::pool_options(kernel, stride, padding)) {}
+  explicit AvgPool2d(const Pool2dOptions& options) : options(options) {}
+  auto members() { return et::nn::members("options", options); }
+  template <class T, class D>
+  Tensor<T, 4, D> forward(const Tensor<T, 4, D>& x) {
+    return avg_pool2d(x, options);
+  }
+};
+
+/// Modules applied in order: seq(x) = mN(...m2(m1(x))). Its members are named "0", "1", ...
+/// (PyTorch's names, so saved weights line up). seq.get<I>() is the I-th module.
+template <class... Ms>
+class Sequential : public Module<Sequential<Ms...>> {
+ public:
+  Sequential() = default;
+  explicit Sequential(Ms... modules) : layers_(std::move(modules)...) {}
+
+  auto members() {
+    return [this]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::tuple{Member<Ms>{std::to_string(I), std::get<I>(layers_)}...};
+    }(std::index_sequence_for<Ms...>{});
+  }
+  template <std::size_t I>
+  auto& get() {
+    return std::get<I>(layers_);
+  }
+  template <std::size_t I>
+  const auto& get() const {
+    return std::get<I>(layers_);
+  }
+
+  template <class X>
+  auto forward(const X& x) {
+    return apply<0>(x);
+  }
+
+ private:
+  template <std::size_t I, class X>
+  auto apply(const X& x) {
+    if constexpr (I == sizeof...(Ms)) return x;
+    else return apply<I + 1>(std::get<I>(layers_)(x));
+  }
+
+  std::tuple<Ms...> layers_;
+};
+
+template <class... Ms>
+Sequential(Ms...) -> Sequential<Ms...>;
+
+}  // namespace et::nn

@@ -1,0 +1,218 @@
+// The modules with parameters: Linear, Conv2d and BatchNorm2d, each a template on its
+// element type and device, initialized as PyTorch initializes them (weights and biases
+// uniform in +-1/sqrt(fan_in), from a seed: the same values on every device).
+//
+//   et::nn::Linear<float, et::Cuda<0>> fc(et::cuda<0>, 784, 10, /*seed=*/1);   fc(x)  // x [N, 784] or [B, N, 784]
+//   et::nn::Conv2d<float, D> conv(dev, 3, 16, 3, {.padding = {1, 1}}, 2);      conv(x)  // x [N, 3, H, W]
+//   et::nn::BatchNorm2d<float, D> bn(dev, 16);                                   bn(x)    // running statistics
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "et/nn/module.hpp"
+#include "et/ops/linalg.hpp"
+#include "et/ops/nn.hpp"
+#include "et/ops/random.hpp"
+#include "et/ops/reduce.hpp"
+
+namespace et::nn {
+
+namespace detail {
+
+/// An independent seed for each use of one user seed (splitmix64 of seed and stream).
+constexpr std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (stream + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// Uniform in [-bound, bound): one kernel on the device, the same values on every device.
+template <class T, int R, class D>
+Tensor<T, R, D> uniform_parameter(const Shape<R>& shape, double bound, std::uint64_t seed) {
+  using Gen = et::detail::UniformGenerator<T>;
+  Tensor<T, R, D> out = (et::detail::GeneratorExpr<Gen, R, D>(Gen{seed}, shape) * T(2) - T(1)) * T(bound);
+  out.requires_grad_(true);
+  return out;
+}
+
+/// A parameter of constant value (BatchNorm2d's weight and bias).
+template <class T, int R, class D>
+Tensor<T, R, D> constant_parameter(D dev, const Shape<R>& shape, T value) {
+  auto out = full<T>(dev, shape, value);
+  out.requires_grad_(true);
+  return out;
+}
+
+inline double fan_in_bound(std::int64_t fan_in) { return fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0; }
+
+inline void require_positive(const char* module, const char* what, std::int64_t value) {
+  if (value <= 0)
+    throw ShapeError(std::string("et: ") + module + ": " + what + " must be positive, got " + std::to_string(value));
+}
+
+}  // namespace detail
+
+/// y = x W^T + b: weight [out, in], bias [out] (none with bias = false). Takes [N, in] or
+/// [B, N, in] tensors on its device (another device is a compile error); one GEMM.
+template <class T, class D>
+class Linear : public Module<Linear<T, D>> {
+ public:
+  Tensor<T, 2, D> weight;
+  Tensor<T, 1, D> bias;
+
+  Linear() = default;
+  Linear(D, std::int64_t in, std::int64_t out, std::uint64_t seed = 0, bool with_bias = true) {
+    detail::require_positive("Linear", "in", in);
+    detail::require_positive("Linear", "out", out);
+    const double bound = detail::fan_in_bound(in);
+    weight = detail::uniform_parameter<T, 2, D>(Shape<2>{out, in}, bound, detail::derive_seed(seed, 0));
+    if (with_bias) bias = detail::uniform_parameter<T, 1, D>(Shape<1>{out}, bound, detail::derive_seed(seed, 1));
+  }
+
+  auto members() { return et::nn::members("weight", weight, "bias", bias); }
+
+  template <class TX, int R, class DX>
+  Tensor<T, R, D> forward(const Tensor<TX, R, DX>& x) {
+    [[maybe_unused]] et::detail::same_devices<D, DX> check;  // et: operands on ... cannot meet
+    static_assert(std::is_same_v<TX, T>, "et: Linear<T, D> takes tensors of its element type T");
+    static_assert(R == 2 || R == 3, "et: Linear takes [N, in] or [B, N, in] tensors");
+    if constexpr (std::is_same_v<D, DX> && std::is_same_v<TX, T> && (R == 2 || R == 3)) {
+      if (!weight.defined()) throw Error("et: Linear: called before it was constructed with its sizes");
+      if (x.size(R - 1) != weight.size(1))
+        throw ShapeError("et: Linear(in=" + std::to_string(weight.size(1)) + ", out=" + std::to_string(weight.size(0)) +
+                         "): the input has shape " + format_shape(x.shape()) + "; its last axis must be " +
+                         std::to_string(weight.size(1)));
+      const auto product = matmul(x, weight.transpose(0, 1));
+      if (bias.defined()) return Tensor<T, R, D>(product + bias);
+      return Tensor<T, R, D>(product);
+    } else {
+      return {};
+    }
+  }
+};
+
+/// 2-D convolution with PyTorch's Conv2d parameters: weight [out, in/groups, k, k] (with
+/// Layout::nhwc [out, k, k, in/groups]), bias [out]; `options` as et::conv2d's.
+template <class T, class D>
+class Conv2d : public Module<Conv2d<T, D>> {
+ public:
+  Tensor<T, 4, D> weight;
+  Tensor<T, 1, D> bias;
+  Conv2dOptions options;
+
+  Conv2d() = default;
+  Conv2d(D dev, std::int64_t in, std::int64_t out, std::int64_t kernel, const Conv2dOptions& options = {},
+         std::uint64_t seed = 0, bool with_bias = true)
+      : Conv2d(dev, in, out, std::array<std::int64_t, 2>{kernel, kernel}, options, seed, with_bias) {}
+  Conv2d(D, std::int64_t in, std::int64_t out, std::array<std::int64_t, 2> kernel, const Conv2dOptions& options = {},
+         std::uint64_t seed = 0, bool with_bias = true)
+      : options(options) {
+    detail::require_positive("Conv2d", "in_channels", in);
+    detail::require_positive("Conv2d", "out_channels", out);
+    detail::require_positive("Conv2d", "the kernel's height", kernel[0]);
+    detail::require_positive("Conv2d", "the kernel's width", kernel[1]);
+    detail::require_positive("Conv2d", "groups", options.groups);
+    if (in % options.groups != 0 || out % options.groups != 0)
+      throw ShapeError("et: Conv2d: " + std::to_string(options.groups) + " groups must divide in_channels (" +
+                       std::to_string(in) + ") and out_channels (" + std::to_string(out) + ")");
+    const std::int64_t per_group = in / options.groups;
+    const Shape<4> shape = options.layout == Layout::nhwc ? Shape<4>{out, kernel[0], kernel[1], per_group}
+                                                           : Shape<4>{out, per_group, kernel[0], kernel[1]};
+    const double bound = detail::fan_in_bound(per_group * kernel[0] * kernel[1]);
+    weight = detail::uniform_parameter<T, 4, D>(shape, bound, detail::derive_seed(seed, 0));
+    if (with_bias) bias = detail::uniform_parameter<T, 1, D>(Shape<1>{out}, bound, detail::derive_seed(seed, 1));
+  }
+
+  auto members() { return et::nn::members("weight", weight, "bias", bias, "options", options); }
+
+  template <class TX, class DX>
+  Tensor<T, 4, D> forward(const Tensor<TX, 4, DX>& x) {
+    [[maybe_unused]] et::detail::same_devices<D, DX> check;
+    static_assert(std::is_same_v<TX, T>, "et: Conv2d<T, D> takes tensors of its element type T");
+    if constexpr (std::is_same_v<D, DX> && std::is_same_v<TX, T>) {
+      if (!weight.defined()) throw Error("et: Conv2d: called before it was constructed with its sizes");
+      if (bias.defined()) return conv2d(x, weight, bias, options);
+      return conv2d(x, weight, options);
+    } else {
+      return {};
+    }
+  }
+};
+
+struct BatchNorm2dOptions {
+  double eps = 1e-5;
+  double momentum = 0.1;  ///< running = (1 - momentum) running + momentum * batch statistic
+};
+
+/// Batch normalization over [N, C, H, W] per channel (PyTorch's BatchNorm2d): in training
+/// the batch's mean and biased variance normalize, and the running statistics move toward
+/// the batch's (unbiased variance); in eval the running statistics normalize. weight (1)
+/// and bias (0) are parameters; running_mean, running_var and num_batches_tracked buffers.
+template <class T, class D>
+class BatchNorm2d : public Module<BatchNorm2d<T, D>> {
+ public:
+  Tensor<T, 1, D> weight, bias, running_mean, running_var;
+  Tensor<std::int64_t, 0, D> num_batches_tracked;
+  BatchNorm2dOptions options;
+
+  BatchNorm2d() = default;
+  BatchNorm2d(D dev, std::int64_t channels, const BatchNorm2dOptions& options = {}) : options(options) {
+    detail::require_positive("BatchNorm2d", "channels", channels);
+    weight = detail::constant_parameter<T, 1>(dev, Shape<1>{channels}, T(1));
+    bias = detail::constant_parameter<T, 1>(dev, Shape<1>{channels}, T(0));
+    running_mean = zeros<T>(dev, Shape<1>{channels});
+    running_var = full<T>(dev, Shape<1>{channels}, T(1));
+    num_batches_tracked = zeros<std::int64_t>(dev, Shape<0>{});
+  }
+
+  auto members() {
+    return et::nn::members("weight", weight, "bias", bias, "running_mean", running_mean, "running_var", running_var,
+                           "num_batches_tracked", num_batches_tracked, "options", options);
+  }
+
+  template <class TX, class DX>
+  Tensor<T, 4, D> forward(const Tensor<TX, 4, DX>& x) {
+    [[maybe_unused]] et::detail::same_devices<D, DX> check;
+    static_assert(std::is_same_v<TX, T>, "et: BatchNorm2d<T, D> takes tensors of its element type T");
+    if constexpr (std::is_same_v<D, DX> && std::is_same_v<TX, T>) {
+      const std::int64_t c = weight.defined() ? weight.size(0) : 0;
+      if (x.size(1) != c)
+        throw ShapeError("et: BatchNorm2d(" + std::to_string(c) + "): the input has shape " + format_shape(x.shape()) +
+                         "; [N, C, H, W] with C = " + std::to_string(c));
+      const Shape<4> per_channel{1, c, 1, 1};
+      const auto w = weight.view(per_channel);
+      const auto b = bias.view(per_channel);
+      const T eps = T(options.eps);
+      if (!this->is_training())
+        return Tensor<T, 4, D>((x - running_mean.view(per_channel)) * rsqrt(running_var.view(per_channel) + eps) * w + b);
+      const std::int64_t count = x.size(0) * x.size(2) * x.size(3);
+      if (count <= 1)
+        throw ShapeError("et: BatchNorm2d in training needs more than one value per channel, got input shape " +
+                         format_shape(x.shape()));
+      const Tensor<T, 4, D> mean = channel_mean(x);
+      const Tensor<T, 4, D> centered = x - mean;
+      const Tensor<T, 4, D> variance = channel_mean(centered * centered);
+      Tensor<T, 4, D> y = centered * rsqrt(variance + eps) * w + b;
+      NoGradGuard no_grad;
+      const T m = T(options.momentum);
+      const T unbiased = T(double(count) / double(count - 1));
+      running_mean = (T(1) - m) * running_mean + m * mean.detach().view(Shape<1>{c});
+      running_var = (T(1) - m) * running_var + (m * unbiased) * variance.detach().view(Shape<1>{c});
+      num_batches_tracked += std::int64_t{1};
+      return y;
+    } else {
+      return {};
+    }
+  }
+
+ private:
+  template <class E>
+  static Tensor<T, 4, D> channel_mean(const E& e) {  // over N, H and W: equal groups, so a mean of means
+    return mean(mean(mean(e, 3, true), 2, true), 0, true);
+  }
+};
+
+}  // namespace et::nn

@@ -1,0 +1,39 @@
+// Modules on the GPU: the cases of tests/cpu/module_cases.hpp on CUDA (the same
+// initialization and dropout masks as the CPU's are part of them), and save/load of a
+// module that lives on the GPU.
+#include "../cpu/module_cases.hpp"
+
+#include <et/nn.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+using Gpu = et::Cuda<0>;
+
+TEST_CASE("GPU: modules: Linear against a double-precision reference", "[nn][modules]") { test::check_linear<Gpu>(); }
+TEST_CASE("GPU: modules: members, parameters, to, train/eval, Sequential", "[nn][modules]") {
+  test::check_module_semantics<Gpu>();
+}
+TEST_CASE("GPU: modules: Dropout drops the CPU's elements", "[nn][modules]") { test::check_dropout<Gpu>(); }
+TEST_CASE("GPU: modules: BatchNorm2d", "[nn][modules]") { test::check_batch_norm<Gpu>(); }
+TEST_CASE("GPU: modules: Conv2d, pooling, Flatten", "[nn][modules]") { test::check_conv_pool_flatten<Gpu>(); }
+TEST_CASE("GPU: modules: a model built on the CPU, moved with to(), trains", "[nn][modules]") {
+  test::check_module_training<Gpu>();
+}
+
+TEST_CASE("GPU: save a GPU module, load it into a CPU one and back", "[nn][safetensors]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "et_gpu_modules.safetensors").string();
+  test::TinyMlp<float, Gpu> gpu_model(et::cuda<0>, 4);
+  et::nn::save(gpu_model, path);
+  test::TinyMlp<float, et::Cpu> cpu_model(et::cpu, 5);
+  et::nn::load(cpu_model, path);
+  CHECK(cpu_model.fc2.weight.to_vector() == gpu_model.fc2.weight.to_vector());
+  cpu_model.fc1.bias.detach() += 1.0f;
+  et::nn::save(cpu_model, path);
+  et::nn::load(gpu_model, path);
+  CHECK(gpu_model.fc1.bias.to_vector() == cpu_model.fc1.bias.to_vector());
+  std::remove(path.c_str());
+}
