@@ -178,8 +178,10 @@ inline std::vector<unsigned char> serialize_safetensors(const SafeTensorsFile& f
   std::uint64_t offset = 0;
   for (const auto* entry : order) {
     header += json_string(entry->first) + ":{\"dtype\":" + json_string(entry->second.dtype) + ",\"shape\":[";
-    for (std::size_t i = 0; i < entry->second.shape.size(); ++i)
-      header += (i ? "," : "") + std::to_string(entry->second.shape[i]);
+    for (std::size_t i = 0; i < entry->second.shape.size(); ++i) {
+      if (i > 0) header += ',';
+      header += std::to_string(entry->second.shape[i]);
+    }
     header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
               std::to_string(offset + entry->second.bytes.size()) + "]},";
     offset += entry->second.bytes.size();
@@ -187,11 +189,15 @@ inline std::vector<unsigned char> serialize_safetensors(const SafeTensorsFile& f
   if (header.size() > 1) header.pop_back();
   header += "}";
   header.append((8 - header.size() % 8) % 8, ' ');
-  std::vector<unsigned char> out(8);
   const std::uint64_t header_size = header.size();
+  std::vector<unsigned char> out(8 + header.size() + offset);  // sized once, filled by memcpy
   std::memcpy(out.data(), &header_size, 8);
-  out.insert(out.end(), header.begin(), header.end());
-  for (const auto* entry : order) out.insert(out.end(), entry->second.bytes.begin(), entry->second.bytes.end());
+  std::memcpy(out.data() + 8, header.data(), header.size());
+  std::size_t at = 8 + header.size();
+  for (const auto* entry : order) {
+    if (!entry->second.bytes.empty()) std::memcpy(out.data() + at, entry->second.bytes.data(), entry->second.bytes.size());
+    at += entry->second.bytes.size();
+  }
   return out;
 }
 
