@@ -1,6 +1,8 @@
-// Modules on the CPU (the cases are shared with the GPU tests: module_cases.hpp), and the
+// Modules and the data loader on the CPU (the cases are shared with the GPU tests:
+// module_cases.hpp, loader_cases.hpp), and the
 // safetensors format: byte-exact against the reference implementation's own test vectors,
 // round trips through modules, and every kind of bad file.
+#include "loader_cases.hpp"
 #include "module_cases.hpp"
 
 #include <catch2/catch.hpp>
@@ -22,6 +24,9 @@ TEST_CASE("modules: Dropout (CPU)", "[nn][modules]") { test::check_dropout<et::C
 TEST_CASE("modules: BatchNorm2d (CPU)", "[nn][modules]") { test::check_batch_norm<et::Cpu>(); }
 TEST_CASE("modules: Conv2d, pooling, Flatten (CPU)", "[nn][modules]") { test::check_conv_pool_flatten<et::Cpu>(); }
 TEST_CASE("modules: a Sequential model trains (CPU)", "[nn][modules]") { test::check_module_training<et::Cpu>(); }
+TEST_CASE("data loader: batches, seeded shuffles, progress, function datasets (CPU)", "[data]") {
+  test::check_loader<et::Cpu>();
+}
 
 namespace {
 

@@ -1,12 +1,15 @@
-// Modules on the GPU: the cases of tests/cpu/module_cases.hpp on CUDA (the same
-// initialization and dropout masks as the CPU's are part of them), and save/load of a
-// module that lives on the GPU.
+// Modules and the data loader on the GPU: the cases of tests/cpu/module_cases.hpp and
+// loader_cases.hpp on CUDA (the same initialization, dropout masks and shuffles as the
+// CPU's are part of them), save/load of a module that lives on the GPU, and batches used
+// on a stream of the user's.
+#include "../cpu/loader_cases.hpp"
 #include "../cpu/module_cases.hpp"
 
 #include <et/nn.hpp>
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -36,4 +39,24 @@ TEST_CASE("GPU: save a GPU module, load it into a CPU one and back", "[nn][safet
   et::nn::load(gpu_model, path);
   CHECK(gpu_model.fc1.bias.to_vector() == cpu_model.fc1.bias.to_vector());
   std::remove(path.c_str());
+}
+
+TEST_CASE("GPU: data loader: batches, seeded shuffles (the CPU's order), progress, function datasets", "[data]") {
+  test::check_loader<Gpu>();
+}
+
+TEST_CASE("GPU: data loader: a batch is ready for the stream that is current when it is handed out", "[data]") {
+  const std::int64_t n = 1 << 14;
+  const auto x = et::randn<float>(et::cpu, {n, 64}, 1);
+  const auto expected = et::sum(x, 1).to_vector();
+  et::data::DataLoader loader(et::data::TensorDataset(x), et::cuda<0>, {.batch_size = 4096});
+  const auto compute = et::Stream<Gpu>::create();
+  std::vector<float> sums;
+  et::StreamGuard on(compute);  // the batches are used on a stream of the user's
+  for (const auto& [batch] : loader) {
+    const auto row_sums = et::sum(et::sin(batch) * 0.0f + batch, 1).to_vector();
+    sums.insert(sums.end(), row_sums.begin(), row_sums.end());
+  }
+  REQUIRE(sums.size() == expected.size());
+  for (std::size_t i = 0; i < sums.size(); ++i) CHECK(std::abs(sums[i] - expected[i]) <= 1e-4f * (1 + std::abs(expected[i])));
 }
