@@ -82,33 +82,24 @@ inline Pool2dOptions pool_options(std::int64_t kernel, std::int64_t stride, std:
 
 }  // namespace detail
 
-/// max_pool2d with a square kernel; stride 0 (the default) is the kernel's extent.
-struct MaxPool2d : Module<MaxPool2d> {
+/// max_pool2d (Max) or avg_pool2d with a square kernel; stride 0 (the default) is the
+/// kernel's extent. Spelled MaxPool2d and AvgPool2d.
+template <bool Max>
+struct Pool2d : Module<Pool2d<Max>> {
   Pool2dOptions options;
-  MaxPool2d() = default;
-  explicit MaxPool2d(std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0)
+  Pool2d() = default;
+  explicit Pool2d(std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0)
       : options(detail::pool_options(kernel, stride, padding)) {}
-  explicit MaxPool2d(const Pool2dOptions& options) : options(options) {}
+  explicit Pool2d(const Pool2dOptions& options) : options(options) {}
   auto members() { return et::nn::members("options", options); }
   template <class T, class D>
   Tensor<T, 4, D> forward(const Tensor<T, 4, D>& x) {
-    return max_pool2d(x, options);
+    if constexpr (Max) return max_pool2d(x, options);
+    else return avg_pool2d(x, options);
   }
 };
-
-/// avg_pool2d with a square kernel; stride 0 (the default) is the kernel's extent.
-struct AvgPool2d : Module<AvgPool2d> {
-  Pool2dOptions options;
-  AvgPool2d() = default;
-  explicit AvgPool2d(std::int64_t kernel, std::int64_t stride = 0, std::int64_t padding = 0)
-      : options(detail::pool_options(kernel, stride, padding)) {}
-  explicit AvgPool2d(const Pool2dOptions& options) : options(options) {}
-  auto members() { return et::nn::members("options", options); }
-  template <class T, class D>
-  Tensor<T, 4, D> forward(const Tensor<T, 4, D>& x) {
-    return avg_pool2d(x, options);
-  }
-};
+using MaxPool2d = Pool2d<true>;
+using AvgPool2d = Pool2d<false>;
 
 /// Modules applied in order: seq(x) = mN(...m2(m1(x))). Its members are named "0", "1", ...
 /// (PyTorch's names, so saved weights line up). seq.get<I>() is the I-th module.
