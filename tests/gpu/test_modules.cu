@@ -49,7 +49,8 @@ TEST_CASE("GPU: data loader: a batch is ready for the stream that is current whe
   const std::int64_t n = 1 << 14;
   const auto x = et::randn<float>(et::cpu, {n, 64}, 1);
   const auto expected = et::sum(x, 1).to_vector();
-  et::data::DataLoader loader(et::data::TensorDataset(x), et::cuda<0>, {.batch_size = 4096});
+  const et::data::TensorDataset dataset(x);
+  et::data::DataLoader loader(dataset, et::cuda<0>, {.batch_size = 4096});
   const auto compute = et::Stream<Gpu>::create();
   std::vector<float> sums;
   et::StreamGuard on(compute);  // the batches are used on a stream of the user's
