@@ -25,11 +25,23 @@
 #include <utility>
 #include <vector>
 
+#include "et/ops/random.hpp"
 #include "et/runtime/error.hpp"
 #include "et/runtime/stream.hpp"
 #include "et/tensor.hpp"
 
 namespace et::data {
+
+namespace detail {
+
+/// Row `row` of a host tensor whose first axis is the sample, as a span.
+template <class T, int R, class D>
+std::span<T> sample_row(const Tensor<T, R, D>& t, std::int64_t row) {
+  const std::int64_t per_sample = t.size(0) == 0 ? 0 : t.numel() / t.size(0);
+  return std::span<T>(t.data() + row * per_sample, std::size_t(per_sample));
+}
+
+}  // namespace detail
 
 struct LoaderOptions {
   std::int64_t batch_size = 1;
@@ -94,8 +106,8 @@ class TensorDataset {
   }
   template <class T, int R, class D>
   static void copy_row(const Tensor<T, R, Cpu>& from, std::int64_t sample, const Tensor<T, R, D>& to, std::int64_t row) {
-    const std::int64_t per_sample = from.size(0) == 0 ? 0 : from.numel() / from.size(0);
-    std::memcpy(to.data() + row * per_sample, from.data() + sample * per_sample, std::size_t(per_sample) * sizeof(T));
+    const std::span<T> source = detail::sample_row(from, sample);
+    std::memcpy(detail::sample_row(to, row).data(), source.data(), source.size_bytes());
   }
 
   std::tuple<Ts...> tensors_;
@@ -142,7 +154,7 @@ class FunctionDataset {
   template <class D>
   void fill(std::int64_t sample, std::int64_t row, const Batch<D>& out) const {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      f_(sample, row_span(std::get<I>(out), row)...);
+      f_(sample, detail::sample_row(std::get<I>(out), row)...);
     }(std::index_sequence_for<Specs...>{});
   }
 
@@ -153,11 +165,6 @@ class FunctionDataset {
     shape[0] = rows;
     for (int i = 0; i < R; ++i) shape[std::size_t(i) + 1] = spec.shape[std::size_t(i)];
     return Tensor<T, R + 1, D>::allocate(shape);
-  }
-  template <class T, int R, class D>
-  static std::span<T> row_span(const Tensor<T, R, D>& t, std::int64_t row) {
-    const std::int64_t per_sample = t.size(0) == 0 ? 0 : t.numel() / t.size(0);
-    return std::span<T>(t.data() + row * per_sample, std::size_t(per_sample));
   }
 
   std::int64_t n_;
@@ -172,22 +179,14 @@ FunctionDataset<F, Specs...> from_function(std::int64_t n, F f, Specs... specs) 
 
 namespace detail {
 
-/// splitmix64: the shuffle's random numbers (the same on every platform).
-constexpr std::uint64_t mix(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 /// 0, 1, ..., n - 1, shuffled (Fisher-Yates) by (seed, epoch).
 inline std::vector<std::int64_t> order(std::int64_t n, bool shuffle, std::uint64_t seed, std::int64_t epoch) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) out[std::size_t(i)] = i;
   if (!shuffle) return out;
-  std::uint64_t state = mix(seed ^ mix(static_cast<std::uint64_t>(epoch)));
+  std::uint64_t state = et::detail::splitmix64(seed ^ et::detail::splitmix64(static_cast<std::uint64_t>(epoch)));
   for (std::int64_t i = n - 1; i > 0; --i) {
-    state = mix(state);
+    state = et::detail::splitmix64(state);
     std::swap(out[std::size_t(i)], out[std::size_t(state % std::uint64_t(i + 1))]);
   }
   return out;

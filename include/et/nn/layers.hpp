@@ -21,12 +21,9 @@ namespace et::nn {
 
 namespace detail {
 
-/// An independent seed for each use of one user seed (splitmix64 of seed and stream).
+/// An independent seed for each use of one user seed.
 constexpr std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (stream + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return et::detail::splitmix64(seed + 0x9E3779B97F4A7C15ull * stream);
 }
 
 /// Uniform in [-bound, bound): one kernel on the device, the same values on every device.

@@ -49,6 +49,15 @@ ET_HD Philox4x32 philox4x32_10(Philox4x32 counter, std::uint32_t k0, std::uint32
   return {{c0, c1, c2, c3}};
 }
 
+/// splitmix64: one well-mixed 64-bit word from another, for deriving seeds on the host
+/// (module initializations, dropout calls, the data loader's shuffles).
+constexpr std::uint64_t splitmix64(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 /// The random words of element `index` for `seed`: counter = index, key = seed.
 ET_HD Philox4x32 random_words(std::int64_t index, std::uint64_t seed) {
   const auto i = static_cast<std::uint64_t>(index);
