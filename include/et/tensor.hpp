@@ -503,6 +503,13 @@ class Tensor : public detail::ExprTag {
   Tensor<T, int(N), D> share_storage(const detail::StridedLayout<N>& layout, const char* name, const Back& back) const {
     Tensor<T, int(N), D> out(storage_, layout.offset, layout.shape, layout.strides);
     out.view_ = true;
+#if !defined(ET_NO_AUTOGRAD)
+    // In grad mode a view of a floating-point tensor is linked to it (autograd/views.hpp):
+    // this tensor gets autograd state now if it has none, for a write into the view to reach.
+    if constexpr (detail::is_floating_v<T>) {
+      if (!autograd_ && grad_enabled()) autograd_ = std::make_shared<detail::AutogradMeta<T, Rank, D>>();
+    }
+#endif
     if (autograd_) detail::record_view(out, *this, back, name);
     return out;
   }
@@ -535,7 +542,7 @@ class Tensor : public detail::ExprTag {
   }
 
   std::shared_ptr<void> storage_;
-  detail::MetaPtr<T, Rank, D> autograd_;
+  mutable detail::MetaPtr<T, Rank, D> autograd_;  // made by a const view() in grad mode (share_storage)
   std::int64_t offset_ = 0;
   Shape<Rank> shape_{};
   Shape<Rank> strides_{};

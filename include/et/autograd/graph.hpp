@@ -79,12 +79,25 @@ struct AccumulateGrad final : GradSink<T, R, D> {
   MetaPtr<T, R, D> meta_;
 };
 
+/// A view whose data was written since it took its history (through itself, its root or
+/// another view), or whose parent needs a gradient it did not have then, takes its history
+/// anew from its parent (autograd/views.hpp).
+template <class T, int R, class D>
+void refresh_view(AutogradMeta<T, R, D>& meta) {
+  ViewLink& link = *meta.view;
+  const std::uint64_t now = meta.version->value.load(std::memory_order_relaxed);
+  if (link.seen == now && (meta.grad_fn || !link.parent_needs_grad())) return;
+  meta.grad_fn = link.parent_needs_grad() ? link.make_node() : nullptr;
+  link.seen = now;
+}
+
 /// The node a gradient for tensor t goes to: its producer, the accumulator of a leaf that
 /// requires grad, or null (t needs no gradient).
 template <class T, int R, class D>
 std::shared_ptr<Node> edge_of(const Tensor<T, R, D>& t) {
   const auto& meta = t.autograd_meta();
   if (!meta) return nullptr;
+  if (meta->view) refresh_view(*meta);
   if (meta->grad_fn) return meta->grad_fn;
   if (!meta->requires_grad) return nullptr;
   std::lock_guard lock(leaf_mutex());

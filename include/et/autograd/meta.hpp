@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +62,34 @@ struct VersionCounter {
   std::atomic<std::uint64_t> value{0};
 };
 
+/// Where a view made in grad mode came from (autograd/views.hpp): its parent tensor and how
+/// its gradient goes back to it. A write into the view, or into any tensor sharing its
+/// storage, changes the version of the data; the view then takes its history anew from its
+/// parent's, so that what it reads and what its gradient reaches stay the same thing.
+struct ViewLink {
+  /// `region(g, write, zero)`: g is storage laid out as the root's; sends the view's
+  /// elements of it to `write` (if any), then zeroes them if `zero`.
+  using Region = std::function<void(const std::shared_ptr<void>& g, const std::shared_ptr<Node>& write, bool zero)>;
+
+  ViewLink() = default;
+  ViewLink(const ViewLink&) = delete;
+  ViewLink& operator=(const ViewLink&) = delete;
+  virtual ~ViewLink() = default;
+  /// True when the parent takes part in recording (directly or through its own parent).
+  virtual bool parent_needs_grad() const = 0;
+  /// A new node passing the view's gradient to the parent's current history.
+  virtual std::shared_ptr<Node> make_node() const = 0;
+  /// Throws unless a write into this view can be recorded on its root (the first tensor up
+  /// the chain of parents that is not a view).
+  virtual void check_root() const = 0;
+  /// Records on the root that the view's elements were overwritten by the result of `write`
+  /// (null: by values that need no gradient).
+  virtual void record_root_write(Region region, std::shared_ptr<Node> write) const = 0;
+
+  /// The version of the data when the view's history was last taken from its parent.
+  std::uint64_t seen = 0;
+};
+
 /// The autograd state of a tensor handle and of the copies made after it was created.
 template <class T, int Rank, class D>
 struct AutogradMeta {
@@ -72,16 +101,18 @@ struct AutogradMeta {
   /// A leaf's gradient accumulator while a graph uses it (graph.hpp).
   std::weak_ptr<Node> accumulator;
   std::shared_ptr<VersionCounter> version = std::make_shared<VersionCounter>();
+  /// Set for a view made in grad mode.
+  std::shared_ptr<ViewLink> view;
 };
 
 template <class T, int R, class D>
 using MetaPtr = std::shared_ptr<AutogradMeta<T, R, D>>;
 
-/// True when a tensor with this meta takes part in recording: it requires grad (a leaf)
-/// or was computed by a recorded operation.
+/// True when a tensor with this meta takes part in recording: it requires grad (a leaf),
+/// was computed by a recorded operation, or is a view of a tensor that takes part.
 template <class M>
 bool meta_needs_grad(const M& meta) noexcept {
-  return meta && (meta->requires_grad || meta->grad_fn);
+  return meta && (meta->requires_grad || meta->grad_fn || (meta->view && meta->view->parent_needs_grad()));
 }
 
 // Defined in autograd/graph.hpp.

@@ -117,15 +117,13 @@ inline constexpr bool may_need_grad_v<Tensor<T, R, D>> = is_floating_v<T>;
 template <class Op, class... Cs>
 inline constexpr bool may_need_grad_v<MapExpr<Op, Cs...>> = (may_need_grad_v<Cs> || ...);
 
-/// Writing into a view while recording would leave the viewed tensor's history as it was
-/// (its gradient would ignore the write): refused until views record their writes
-/// (PyTorch's CopySlices).
-[[noreturn]] inline void throw_recorded_view_write() {
-  throw Error(
-      "et: writing into a view (slice, select, transpose, ...) of a tensor that requires grad, or writing a result "
-      "that requires grad into a view, is not recorded: compute the whole tensor with an expression (et::where "
-      "selects elements), or write under et::NoGradGuard");
-}
+// Defined in autograd/views.hpp: a recorded write into a view.
+template <class T, int R, class D, class E>
+void assign_into_view(Tensor<T, R, D>& dst, const E& expr);
+// Defined in autograd/views.hpp: dst (computed by a recorded operation) was overwritten by
+// values that need no gradient.
+template <class T, int R, class D>
+void record_constant_write(Tensor<T, R, D>& dst);
 
 /// The shape an assignment to dst gives it: dst's own, or, when dst is undefined, the
 /// expression's.
@@ -174,10 +172,17 @@ void assign(Tensor<T, Rank, D>& dst, const E& expr) {
   if constexpr (rank_fits && no_truncation) {  // after a failed check, report nothing more
 #if !defined(ET_NO_AUTOGRAD)
     if constexpr (is_floating_v<T>) {
-      if (dst.is_view() && grad_enabled() && (dst.requires_grad() || needs_grad(expr))) throw_recorded_view_write();
+      if (dst.is_view() && grad_enabled() && (dst.requires_grad() || needs_grad(expr)))
+        return assign_into_view(dst, expr);
     }
     if constexpr (is_floating_v<T> && is_floating_v<typename E::value_type> && may_need_grad_v<E>) {
       if (grad_enabled() && needs_grad(expr)) return assign_recorded(dst, expr);
+    }
+    if constexpr (is_floating_v<T>) {
+      if (!dst.is_leaf() && grad_enabled()) {
+        evaluate(dst, expr);
+        return record_constant_write(dst);
+      }
     }
 #endif
     evaluate(dst, expr);
