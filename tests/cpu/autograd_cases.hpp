@@ -131,6 +131,12 @@ void check_matmul_gradients() {
                grad_input(S2{3, 4}, 51), grad_input(S2{4, 5}, 52));
   gradcheck<D>("matmul of a transpose", [](const auto& a, const auto& b) { return et::eval(et::matmul(a.transpose(0, 1), b)); },
                grad_input(S2{4, 3}, 53), grad_input(S2{4, 2}, 54));
+  gradcheck<D>("a weight used transposed, as Linear does (its gradient computed transposed)",
+               [](const auto& x, const auto& w) { return et::eval(et::matmul(x, w.transpose(0, 1))); },
+               grad_input(S2{4, 3}, 64), grad_input(S2{5, 3}, 65));
+  gradcheck<D>("a weight used transposed by a batch",
+               [](const auto& x, const auto& w) { return et::eval(et::matmul(x, w.transpose(0, 1))); },
+               grad_input(S3{2, 4, 3}, 66), grad_input(S2{5, 3}, 67));
   gradcheck<D>("batched matmul", [](const auto& a, const auto& b) { return et::eval(et::matmul(a, b)); },
                grad_input(S3{2, 3, 4}, 55), grad_input(S3{2, 4, 2}, 56));
   gradcheck<D>("batch @ shared matrix", [](const auto& a, const auto& b) { return et::eval(et::matmul(a, b)); },

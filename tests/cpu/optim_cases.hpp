@@ -114,6 +114,16 @@ void check_optimizers() {
   }
   sgd.zero_grad();
   CHECK(et::sum(many[0].grad()).item() == 0.0);
+  const auto kept = many[1].grad();  // zero_grad() zeroed it in place
+  sgd.zero_grad(/*set_to_none=*/true);
+  CHECK_FALSE(many[0].grad().defined());
+  CHECK(kept.defined());
+  et::sum(many[0] * 3.0).backward();  // written anew, not added into zeros
+  CHECK(many[0].grad().to_vector() == std::vector<double>{3.0});
+  CHECK_FALSE(many[1].grad().defined());
+  sgd.step();  // parameters without a gradient are skipped
+  CHECK(many[0].detach().to_vector()[0] == -2.0);  // -0.5 - 0.5 * 3
+  CHECK(many[1].detach().to_vector()[0] == 0.5);
 
   // Errors.
   auto leaf = et::ones<double>(D{}, {2, 3});

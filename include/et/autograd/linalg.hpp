@@ -28,6 +28,27 @@ void record_matmul(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product) {
   }
 }
 
+/// True when t's last two axes are stored transposed (column-major), as a weight w used as
+/// w.transpose(0, 1) is.
+template <class T, int R, class D>
+bool transposed_layout(const Tensor<T, R, D>& t) {
+  const auto& n = t.shape();
+  const auto& s = t.strides();
+  return n[R - 2] > 1 && n[R - 1] > 1 && s[R - 2] == 1 && s[R - 1] == n[R - 2];
+}
+
+/// matmul(l, r), laid out as `like` (an operand of the same rank, whose gradient this is):
+/// for a transposed operand, computed as (r^T l^T)^T, so that the gradient of a weight used
+/// as w.transpose(0, 1) reaches w contiguous, with no transposing copy of it.
+template <class Like, class L, class R>
+auto product_laid_like(const Like& like, const L& l, const R& r, MathMode mode) {
+  using P = decltype(eval(matmul(l, r, mode)));
+  if constexpr (P::rank == Like::rank && P::rank >= 2) {
+    if (transposed_layout(like)) return P(eval(matmul(r.transpose(-2, -1), l.transpose(-2, -1), mode)).transpose(-2, -1));
+  }
+  return eval(matmul(l, r, mode));
+}
+
 template <class T, int R, class D, class A, class B>
 void record_matmul_into(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product) {
   const auto a = materialize(product.lhs());  // operand expressions are recorded evaluations
@@ -38,8 +59,8 @@ void record_matmul_into(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product) {
     using GB = std::remove_cvref_t<decltype(b)>;
     GA da;
     GB db;
-    if (needs[0]) da = sum_to(eval(matmul(g, b.transpose(-2, -1), mode)), a.shape());
-    if (needs[1]) db = sum_to(eval(matmul(a.transpose(-2, -1), g, mode)), b.shape());
+    if (needs[0]) da = sum_to(product_laid_like(a, g, b.transpose(-2, -1), mode), a.shape());
+    if (needs[1]) db = sum_to(product_laid_like(b, a.transpose(-2, -1), g, mode), b.shape());
     return std::tuple{da, db};
   };
   const Tensor<T, R, D>* overwritten = dst.defined() ? &dst : nullptr;  // `a = matmul(a, b)`

@@ -57,9 +57,13 @@ struct ZeroUpdate {
   ET_HD void operator()(T* const* a, std::int64_t i) const { a[0][i] = T(0); }
 };
 
-/// The parameters' flat gradients, zeroed in one launch.
+/// The parameters' flat gradients, zeroed in one launch (or dropped).
 template <class T, class D>
-void zero_grads(const std::vector<Parameter<T, D>>& params) {
+void zero_grads(const std::vector<Parameter<T, D>>& params, bool set_to_none) {
+  if (set_to_none) {
+    for (const auto& param : params) param.clear_grad();
+    return;
+  }
   std::vector<Tensor<T, 1, D>> grads(params.size());
   apply_all<1>(
       params,
@@ -109,7 +113,10 @@ class SGD {
       throw Error("et: SGD with nesterov needs momentum > 0 and dampening 0 (as in PyTorch)");
     buffers_.resize(params_.size());
   }
-  void zero_grad() { detail::zero_grads(params_); }
+  /// Zeros every gradient in one launch; with set_to_none, drops them instead (PyTorch's
+  /// zero_grad(set_to_none=True)): the next backward writes each gradient anew rather than
+  /// adding into zeros, which saves writing and reading every gradient once.
+  void zero_grad(bool set_to_none = false) { detail::zero_grads(params_, set_to_none); }
   /// One update of every parameter that has a gradient.
   void step() {
     const bool momentum = options_.momentum != 0;
@@ -182,7 +189,10 @@ class Adam {
       throw Error("et: Adam needs lr, eps, weight_decay >= 0 and betas in [0, 1)");
     state_.resize(params_.size());
   }
-  void zero_grad() { detail::zero_grads(params_); }
+  /// Zeros every gradient in one launch; with set_to_none, drops them instead (PyTorch's
+  /// zero_grad(set_to_none=True)): the next backward writes each gradient anew rather than
+  /// adding into zeros, which saves writing and reading every gradient once.
+  void zero_grad(bool set_to_none = false) { detail::zero_grads(params_, set_to_none); }
   void step() {
     std::vector<Tensor<T, 1, D>> grads(params_.size());
     // Each parameter counts its own steps (as PyTorch's state["step"]); parameters in one

@@ -28,6 +28,7 @@ template <class T, class D>
 struct Source {
   virtual ~Source() = default;
   virtual Tensor<T, 1, D> grad() const = 0;
+  virtual void clear_grad() const = 0;
   virtual void note_write() const = 0;
 };
 
@@ -37,6 +38,10 @@ struct TensorSource final : Source<T, D> {
   Tensor<T, 1, D> grad() const override {
     const Tensor<T, R, D> g = tensor.grad();
     return g.defined() ? flat(g, "gradient") : Tensor<T, 1, D>{};
+  }
+  void clear_grad() const override {
+    Tensor<T, R, D> handle = tensor;  // shares the autograd state
+    if (handle.autograd_meta()) handle.meta().grad = Tensor<T, R, D>{};
   }
   void note_write() const override { tensor.note_write(); }
   Tensor<T, R, D> tensor;
@@ -60,6 +65,8 @@ class Parameter {
   const Tensor<T, 1, D>& data() const noexcept { return data_; }
   /// The accumulated gradient, flat, or an undefined tensor before the first backward.
   Tensor<T, 1, D> grad() const { return source_->grad(); }
+  /// Drops the gradient: undefined until the next backward writes it anew.
+  void clear_grad() const { source_->clear_grad(); }
   std::int64_t numel() const noexcept { return data_.numel(); }
   /// Tells autograd that an optimizer step changed the values (version counter).
   void note_write() const { source_->note_write(); }
