@@ -11,7 +11,8 @@
 //                  Also each phase alone (the others queued before the start event):
 //                  "forward+loss", "backward", "step", where the time goes.
 //   cpu N threads  omp_set_num_threads(N) (elementwise loops and Eigen's GEMMs); thread
-//                  counts above the machine's cores are skipped.
+//                  counts above the machine's cores are skipped. Host code for x86-64-v3
+//                  (AVX2, FMA: bench/CMakeLists.txt); PyTorch's CPU GEMMs pick their ISA at run time.
 //
 // Limit ("limit_us", GPU rows): the bytes a mini-batch must move at the measured
 // device-to-device copy bandwidth: every weight read by the forward, the weights of layers

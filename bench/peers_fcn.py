@@ -40,8 +40,8 @@ def make(torch, device):
     torch.manual_seed(1)
     model = nn.Sequential(nn.Linear(INPUT, HIDDEN), nn.Sigmoid(), nn.Linear(HIDDEN, HIDDEN), nn.Sigmoid(),
                           nn.Linear(HIDDEN, HIDDEN), nn.Sigmoid(), nn.Linear(HIDDEN, OUTPUT)).to(device)
-    x = torch.randn(BATCH, INPUT, device=device)
-    labels = torch.randint(0, OUTPUT, (BATCH,), device=device)
+    x = torch.randn(BATCH, INPUT).to(device)  # made on the CPU: the same data on every device
+    labels = torch.randint(0, OUTPUT, (BATCH,)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     return model, x, labels, opt
 
