@@ -178,14 +178,13 @@ void assign(Tensor<T, Rank, D>& dst, const E& expr) {
     if constexpr (is_floating_v<T> && is_floating_v<typename E::value_type> && may_need_grad_v<E>) {
       if (grad_enabled() && needs_grad(expr)) return assign_recorded(dst, expr);
     }
-    if constexpr (is_floating_v<T>) {
-      if (!dst.is_leaf() && grad_enabled()) {
-        evaluate(dst, expr);
-        return record_constant_write(dst);
-      }
-    }
 #endif
     evaluate(dst, expr);
+#if !defined(ET_NO_AUTOGRAD)
+    if constexpr (is_floating_v<T>) {
+      if (!dst.is_leaf() && grad_enabled()) record_constant_write(dst);  // its old history no longer applies
+    }
+#endif
   }
 }
 
