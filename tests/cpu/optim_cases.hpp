@@ -6,6 +6,7 @@
 #include "gradcheck.hpp"
 
 #include <et/et.hpp>
+#include <et/nn.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -135,6 +136,91 @@ void check_optimizers() {
   CHECK_THROWS_WITH(et::optim::SGD(et::optim::parameters(leaf), {.lr = 0.1, .nesterov = true}),
                     Catch::Contains("nesterov"));
   CHECK_THROWS_WITH(et::optim::Adam(et::optim::parameters(leaf), {.betas = {1.0, 0.9}}), Catch::Contains("betas"));
+}
+
+/// overlap_with_backward(): updates launched during the backward, as each gradient is
+/// complete, leave every parameter exactly as step() after the backward does (the same
+/// update, element by element), for each optimizer; over a model (Linear, sigmoid) and over
+/// loose tensors where one step's backward does not reach a parameter that has a gradient.
+template <class D>
+void check_overlapped_steps() {
+  using P = std::vector<et::optim::Parameter<float, D>>;
+  auto model = [] {
+    using Linear = et::nn::Linear<float, D>;
+    return et::nn::Sequential(Linear(D{}, 7, 6, 11), et::nn::Sigmoid{}, Linear(D{}, 6, 3, 12));
+  };
+  const auto x = et::randn<float>(D{}, {5, 7}, 13);
+  const auto target = et::randn<float>(D{}, {5, 3}, 14);
+  auto train = [&](auto make, bool overlap, int steps) {
+    auto m = model();
+    auto opt = make(m.parameters());
+    if (overlap) CHECK(opt.overlap_with_backward().overlaps_backward());
+    for (int step = 0; step < steps; ++step) {
+      opt.zero_grad(step == 1);  // zeroed in place, then dropped
+      et::nn::mse_loss(m(x), target).backward();
+      opt.step();
+    }
+    std::vector<float> values;
+    for (const auto& p : m.parameters()) {
+      const auto v = p.data().to_vector();
+      values.insert(values.end(), v.begin(), v.end());
+    }
+    return values;
+  };
+  auto same = [&](const char* what, auto make) {
+    CAPTURE(what);
+    const auto plain = train(make, false, 3);
+    CHECK(train(make, true, 3) == plain);
+    CHECK(plain != train(make, false, 0));  // the steps moved the parameters
+  };
+  same("sgd", [](P p) { return et::optim::SGD(p, {.lr = 0.1}); });
+  same("sgd nesterov, weight decay",
+       [](P p) { return et::optim::SGD(p, {.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true}); });
+  same("adam", [](P p) { return et::optim::Adam(p, {.lr = 0.01, .weight_decay = 0.1}); });
+  same("adamw", [](P p) { return et::optim::AdamW(p, {.lr = 0.01}); });
+
+  // Loose tensors; the second step's backward does not reach c, whose zeroed gradient
+  // step() still applies (weight decay moves it), on the current stream.
+  auto run = [](bool overlap, bool moved) {
+    auto w = et::full<float>(D{}, {4}, 1.5f), c = et::full<float>(D{}, {3}, -2.0f);
+    w.requires_grad_(true), c.requires_grad_(true);
+    et::optim::SGD first(et::optim::parameters(w, c), {.lr = 0.1, .momentum = 0.5, .weight_decay = 0.2});
+    if (overlap && moved) first.overlap_with_backward();
+    auto opt = moved ? std::move(first) : first;  // a moved optimizer takes its hooks along
+    if (overlap && !moved) opt.overlap_with_backward();  // a copy overlaps once asked
+    for (int step = 0; step < 3; ++step) {
+      opt.zero_grad();
+      et::Tensor<float, 0, D> loss = et::sum(w * w);
+      if (step != 1) loss = loss + et::sum(c * c * c);
+      loss.backward();
+      opt.step();
+    }
+    auto values = w.detach().to_vector();
+    for (const float v : c.detach().to_vector()) values.push_back(v);
+    return values;
+  };
+  const auto plain = run(false, false);
+  CHECK(run(true, false) == plain);
+  CHECK(run(true, true) == plain);
+  CHECK(plain[4] != -2.0f);
+
+  // A second backward before step() is an error; without the optimizer, backward is as before.
+  auto w = et::full<float>(D{}, {2}, 1.0f);
+  w.requires_grad_(true);
+  {
+    et::optim::SGD opt(et::optim::parameters(w), {.lr = 0.5});
+    opt.overlap_with_backward();
+    et::sum(w * w).backward();
+    et::synchronize(D{});  // the device: the update ran on a side stream
+    CHECK(w.detach().to_vector() == std::vector<float>{0.0f, 0.0f});  // updated during the backward
+    CHECK_THROWS_WITH(et::sum(w * w).backward(), Catch::Contains("call step() after each backward"));
+    opt.step();
+    CHECK(w.detach().to_vector() == std::vector<float>{0.0f, 0.0f});  // 1 - 0.5 * 2, once
+  }
+  w.zero_grad();
+  et::sum(w * 3.0f).backward();  // the optimizer is gone: its hook is dropped
+  CHECK(w.grad().to_vector() == std::vector<float>{3.0f, 3.0f});
+  CHECK(w.detach().to_vector() == std::vector<float>{0.0f, 0.0f});
 }
 
 }  // namespace test

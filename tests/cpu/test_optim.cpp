@@ -4,3 +4,6 @@
 #include <catch2/catch.hpp>
 
 TEST_CASE("optimizers follow PyTorch's update rules (CPU)", "[optim]") { test::check_optimizers<et::Cpu>(); }
+TEST_CASE("updates overlapped with the backward equal step() after it (CPU)", "[optim]") {
+  test::check_overlapped_steps<et::Cpu>();
+}

@@ -10,6 +10,9 @@
 using Gpu = et::Cuda<0>;
 
 TEST_CASE("GPU: optimizers follow PyTorch's update rules", "[optim]") { test::check_optimizers<Gpu>(); }
+TEST_CASE("GPU: updates overlapped with the backward equal step() after it", "[optim][streams]") {
+  test::check_overlapped_steps<Gpu>();
+}
 
 TEST_CASE("GPU: an optimizer step and zero_grad are one kernel each for all parameters", "[optim][cupti]") {
   auto w1 = et::randn<float>(et::cuda<0>, {512, 512}, 1), w2 = et::randn<float>(et::cuda<0>, {10, 512}, 3);

@@ -40,12 +40,6 @@ struct GradSink : Node {
   Tensor<T, R, D> take() { return std::exchange(gradient, Tensor<T, R, D>{}); }
 };
 
-/// Guards the leaves' accumulators (created and run by graphs of any thread).
-inline std::mutex& leaf_mutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-
 /// Sends g to the node `to` (the producer of an input of type Tensor<T, R, D>), if any.
 template <class T, int R, class D>
 void send(const std::shared_ptr<Node>& to, Tensor<T, R, D> g) {
@@ -61,17 +55,32 @@ struct AccumulateGrad final : GradSink<T, R, D> {
   explicit AccumulateGrad(MetaPtr<T, R, D> meta) : meta_(std::move(meta)) {}
   std::string name() const override { return "gradient accumulation"; }
   void apply(bool) override {
-    std::lock_guard lock(leaf_mutex());  // graphs on several threads may share a leaf
-    Tensor<T, R, D> g = this->take();
-    if (!g.defined()) return;
-    Tensor<T, R, D>& grad = meta_->grad;
-    if (grad.defined()) {
-      grad += g;
-    } else {
-      // The first gradient becomes grad(): contiguous, and not shared with any other handle.
-      if (!g.is_contiguous()) g = g.contiguous();
-      else if (g.storage().use_count() > 1) g = g.clone();
-      grad = std::move(g);
+    std::vector<GradHook> hooks;
+    {
+      std::lock_guard lock(leaf_mutex());  // graphs on several threads may share a leaf
+      Tensor<T, R, D> g = this->take();
+      if (!g.defined()) return;
+      Tensor<T, R, D>& grad = meta_->grad;
+      if (grad.defined()) {
+        grad += g;
+      } else {
+        // The first gradient becomes grad(): contiguous, and not shared with any other handle.
+        if (!g.is_contiguous()) g = g.contiguous();
+        else if (g.storage().use_count() > 1) g = g.clone();
+        grad = std::move(g);
+      }
+      hooks = meta_->grad_hooks;
+    }
+    // The gradient is complete: every node that sends to this leaf ran before this one.
+    // Hooks run without the lock (an optimizer's update launches work and may allocate).
+    bool expired = false;
+    for (const GradHook& hook : hooks) {
+      if (const std::shared_ptr<void> owner = hook.owner.lock()) hook.run();
+      else expired = true;
+    }
+    if (expired) {
+      std::lock_guard lock(leaf_mutex());
+      std::erase_if(meta_->grad_hooks, [](const GradHook& hook) { return hook.owner.expired(); });
     }
   }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,12 @@ namespace detail {
 inline bool& grad_mode_flag() {
   thread_local bool enabled = true;
   return enabled;
+}
+
+/// Guards the leaves' accumulators and their hooks (created and run by graphs of any thread).
+inline std::mutex& leaf_mutex() {
+  static std::mutex mutex;
+  return mutex;
 }
 
 /// A recorded operation: its backward takes the gradient of its output (held by the
@@ -90,6 +97,13 @@ struct ViewLink {
   std::uint64_t seen = 0;
 };
 
+/// Work to run once a backward has completed a leaf's gradient, while `owner` lives (a hook
+/// whose owner is gone is dropped).
+struct GradHook {
+  std::weak_ptr<void> owner;
+  std::function<void()> run;
+};
+
 /// The autograd state of a tensor handle and of the copies made after it was created.
 template <class T, int Rank, class D>
 struct AutogradMeta {
@@ -103,6 +117,9 @@ struct AutogradMeta {
   std::shared_ptr<VersionCounter> version = std::make_shared<VersionCounter>();
   /// Set for a view made in grad mode.
   std::shared_ptr<ViewLink> view;
+  /// Run, in order, each time a backward has completed this leaf's gradient (graph.hpp's
+  /// AccumulateGrad; an optimizer's overlap_with_backward).
+  std::vector<GradHook> grad_hooks;
 };
 
 template <class T, int R, class D>

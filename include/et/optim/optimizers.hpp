@@ -1,6 +1,6 @@
 // Optimizers (namespace et::optim), PyTorch's update rules, each step ONE fused kernel
-// launch for all parameters (one parallel loop on the CPU; a launch per 256 parameters
-// beyond that), like PyTorch's fused/foreach optimizers:
+// launch for all parameters (optim/optimizer.hpp: what they share, and updates overlapped
+// with the backward):
 //
 //   et::optim::SGD opt(et::optim::parameters(w, b), {.lr = 0.01, .momentum = 0.9});
 //   et::optim::Adam adam(model.parameters(), {.lr = 1e-3});     // AdamW: et::optim::AdamW
@@ -14,68 +14,16 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
-#include "et/backend/cpu/multi_tensor.hpp"
 #include "et/expr/functors.hpp"
 #include "et/ops/creation.hpp"
-#include "et/optim/parameter.hpp"
-#include "et/optim/tensor_list.hpp"
-#if defined(ET_DEVICE_COMPILER)
-#include "et/backend/cuda/multi_tensor.hpp"
-#endif
+#include "et/optim/optimizer.hpp"
+#include "et/runtime/allocator.hpp"
 
 namespace et::optim {
-
-namespace detail {
-
-using et::detail::TensorList;
-
-/// Runs `update` over the arrays that `arrays_of(k, pointers)` gives parameter k (false:
-/// skip it), in lists of TensorList::capacity: one launch each.
-template <int K, class T, class D, class Arrays, class Update>
-void apply_all(const std::vector<Parameter<T, D>>& params, Arrays arrays_of, const Update& update) {
-  TensorList<T, K> list;
-  auto flush = [&] {
-    run_multi_tensor(et::detail::backend<D>, list, update);  // found by argument-dependent lookup
-    list.count = 0;
-  };
-  for (std::size_t k = 0; k != params.size(); ++k) {
-    T* pointers[K];
-    if (params[k].numel() == 0 || !arrays_of(k, pointers)) continue;
-    if (!list.add(pointers, params[k].numel())) {
-      flush();
-      list.add(pointers, params[k].numel());
-    }
-  }
-  flush();
-}
-
-template <class T>
-struct ZeroUpdate {
-  ET_HD void operator()(T* const* a, std::int64_t i) const { a[0][i] = T(0); }
-};
-
-/// The parameters' flat gradients, zeroed in one launch (or dropped).
-template <class T, class D>
-void zero_grads(const std::vector<Parameter<T, D>>& params, bool set_to_none) {
-  if (set_to_none) {
-    for (const auto& param : params) param.clear_grad();
-    return;
-  }
-  std::vector<Tensor<T, 1, D>> grads(params.size());
-  apply_all<1>(
-      params,
-      [&](std::size_t k, T* (&p)[1]) {
-        grads[k] = params[k].grad();
-        p[0] = grads[k].defined() ? grads[k].data() : nullptr;
-        return grads[k].defined();
-      },
-      ZeroUpdate<T>{});
-}
-
-}  // namespace detail
 
 /// Stochastic gradient descent, PyTorch's torch.optim.SGD: g += weight_decay * p; with
 /// momentum, buf = momentum * buf + (1 - dampening) * g (buf = g at the first step) and g =
@@ -104,32 +52,37 @@ struct SgdUpdate {
 };
 
 template <class T, class D>
-class SGD {
+class SGD : public Optimizer<SGD<T, D>, T, D> {
+  using Base = Optimizer<SGD<T, D>, T, D>;
+  friend Base;
+
  public:
-  SGD(std::vector<Parameter<T, D>> params, SGDOptions options) : params_(std::move(params)), options_(options) {
+  SGD(std::vector<Parameter<T, D>> params, SGDOptions options) : Base(std::move(params)), options_(options) {
     if (!(options.lr >= 0) || !(options.momentum >= 0) || !(options.weight_decay >= 0))
       throw Error("et: SGD needs lr, momentum and weight_decay >= 0");
     if (options.nesterov && (options.momentum <= 0 || options.dampening != 0))
       throw Error("et: SGD with nesterov needs momentum > 0 and dampening 0 (as in PyTorch)");
-    buffers_.resize(params_.size());
+    buffers_.resize(this->params_.size());
   }
-  /// Zeros every gradient in one launch; with set_to_none, drops them instead (PyTorch's
-  /// zero_grad(set_to_none=True)): the next backward writes each gradient anew rather than
-  /// adding into zeros, which saves writing and reading every gradient once.
-  void zero_grad(bool set_to_none = false) { detail::zero_grads(params_, set_to_none); }
-  /// One update of every parameter that has a gradient.
-  void step() {
+  SGDOptions& options() noexcept { return options_; }  // e.g. a learning-rate schedule
+
+ private:
+  /// Updates every parameter that has a gradient, or parameter *only alone.
+  void update(std::optional<std::size_t> only) {
+    const auto& params = this->params_;
     const bool momentum = options_.momentum != 0;
-    std::vector<Tensor<T, 1, D>> grads(params_.size());
-    std::vector<char> first(params_.size(), 0);
+    std::vector<Tensor<T, 1, D>> grads(params.size());
+    std::vector<char> first(params.size(), 0);
     auto arrays = [&](std::size_t k, T* (&a)[3]) {
-      grads[k] = params_[k].grad();
+      if (only && k != *only) return false;
+      grads[k] = params[k].grad();
       if (!grads[k].defined()) return false;
       if (momentum && !buffers_[k].defined()) {
-        buffers_[k] = Tensor<T, 1, D>::allocate(Shape<1>{params_[k].numel()});
+        buffers_[k] = Tensor<T, 1, D>::allocate(Shape<1>{params[k].numel()});
         first[k] = 1;
       }
-      a[0] = params_[k].data().data();
+      et::detail::note_stream_uses(params[k].data(), grads[k], buffers_[k]);
+      a[0] = params[k].data().data();
       a[1] = grads[k].data();
       a[2] = momentum ? buffers_[k].data() : nullptr;
       return true;
@@ -138,18 +91,13 @@ class SGD {
     // has a buffer already and others do not (a parameter that had no gradient before).
     for (const bool initial : {true, false}) {
       auto these = [&](std::size_t k, T* (&a)[3]) { return arrays(k, a) && (!momentum || bool(first[k]) == initial); };
-      detail::apply_all<3>(params_, these,
+      detail::apply_all<3>(params, these,
                            SgdUpdate<T>{T(options_.lr), T(options_.momentum), T(options_.dampening),
                                         T(options_.weight_decay), options_.nesterov, initial});
       if (!momentum) break;
     }
-    for (const auto& p : params_) p.note_write();
   }
-  const std::vector<Parameter<T, D>>& parameters() const noexcept { return params_; }
-  SGDOptions& options() noexcept { return options_; }  // e.g. a learning-rate schedule
 
- private:
-  std::vector<Parameter<T, D>> params_;
   SGDOptions options_;
   std::vector<Tensor<T, 1, D>> buffers_;
 };
@@ -179,34 +127,40 @@ struct AdamUpdate {
 };
 
 template <class T, class D>
-class Adam {
+class Adam : public Optimizer<Adam<T, D>, T, D> {
+  using Base = Optimizer<Adam<T, D>, T, D>;
+  friend Base;
+
  public:
   Adam(std::vector<Parameter<T, D>> params, AdamOptions options, bool decoupled = false)
-      : params_(std::move(params)), options_(options), decoupled_(decoupled) {
+      : Base(std::move(params)), options_(options), decoupled_(decoupled) {
     const auto [b1, b2] = options.betas;
     if (!(options.lr >= 0) || !(options.eps >= 0) || !(options.weight_decay >= 0) || !(b1 >= 0 && b1 < 1) ||
         !(b2 >= 0 && b2 < 1))
       throw Error("et: Adam needs lr, eps, weight_decay >= 0 and betas in [0, 1)");
-    state_.resize(params_.size());
+    state_.resize(this->params_.size());
   }
-  /// Zeros every gradient in one launch; with set_to_none, drops them instead (PyTorch's
-  /// zero_grad(set_to_none=True)): the next backward writes each gradient anew rather than
-  /// adding into zeros, which saves writing and reading every gradient once.
-  void zero_grad(bool set_to_none = false) { detail::zero_grads(params_, set_to_none); }
-  void step() {
-    std::vector<Tensor<T, 1, D>> grads(params_.size());
+  AdamOptions& options() noexcept { return options_; }
+
+ private:
+  /// Updates every parameter that has a gradient, or parameter *only alone.
+  void update(std::optional<std::size_t> only) {
+    const auto& params = this->params_;
+    std::vector<Tensor<T, 1, D>> grads(params.size());
     // Each parameter counts its own steps (as PyTorch's state["step"]); parameters in one
     // launch share the bias corrections, so one launch per distinct count.
     std::vector<std::int64_t> counts;
-    for (std::size_t k = 0; k != params_.size(); ++k) {
-      grads[k] = params_[k].grad();
+    for (std::size_t k = 0; k != params.size(); ++k) {
+      if (only && k != *only) continue;
+      grads[k] = params[k].grad();
       if (!grads[k].defined()) continue;
       State& s = state_[k];
       if (!s.m.defined()) {
-        s.m = zeros<T>(D{}, Shape<1>{params_[k].numel()});
-        s.v = zeros<T>(D{}, Shape<1>{params_[k].numel()});
+        s.m = zeros<T>(D{}, Shape<1>{params[k].numel()});
+        s.v = zeros<T>(D{}, Shape<1>{params[k].numel()});
       }
       ++s.step;
+      et::detail::note_stream_uses(params[k].data(), grads[k], s.m, s.v);
       if (std::find(counts.begin(), counts.end(), s.step) == counts.end()) counts.push_back(s.step);
     }
     const auto [b1, b2] = options_.betas;
@@ -216,10 +170,10 @@ class Adam {
       const AdamUpdate<T> update{T(b1),  T(b2), T(options_.lr / bias1), T(std::sqrt(bias2)), T(options_.eps),
                                  T(decoupled_ ? 0.0 : wd), T(decoupled_ ? 1 - options_.lr * wd : 1.0)};
       detail::apply_all<4>(
-          params_,
+          params,
           [&](std::size_t k, T* (&a)[4]) {
             if (!grads[k].defined() || state_[k].step != t) return false;
-            a[0] = params_[k].data().data();
+            a[0] = params[k].data().data();
             a[1] = grads[k].data();
             a[2] = state_[k].m.data();
             a[3] = state_[k].v.data();
@@ -227,17 +181,12 @@ class Adam {
           },
           update);
     }
-    for (const auto& p : params_) p.note_write();
   }
-  const std::vector<Parameter<T, D>>& parameters() const noexcept { return params_; }
-  AdamOptions& options() noexcept { return options_; }
 
- private:
   struct State {
     Tensor<T, 1, D> m, v;
     std::int64_t step = 0;
   };
-  std::vector<Parameter<T, D>> params_;
   AdamOptions options_;
   bool decoupled_;
   std::vector<State> state_;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct Source {
   virtual Tensor<T, 1, D> grad() const = 0;
   virtual void clear_grad() const = 0;
   virtual void note_write() const = 0;
+  virtual void add_grad_hook(et::detail::GradHook hook) const = 0;
 };
 
 template <class T, int R, class D>
@@ -44,6 +46,11 @@ struct TensorSource final : Source<T, D> {
     if (handle.autograd_meta()) handle.meta().grad = Tensor<T, R, D>{};
   }
   void note_write() const override { tensor.note_write(); }
+  void add_grad_hook(et::detail::GradHook hook) const override {
+    Tensor<T, R, D> handle = tensor;  // shares the autograd state
+    std::lock_guard lock(et::detail::leaf_mutex());
+    handle.meta().grad_hooks.push_back(std::move(hook));
+  }
   Tensor<T, R, D> tensor;
 };
 
@@ -70,6 +77,8 @@ class Parameter {
   std::int64_t numel() const noexcept { return data_.numel(); }
   /// Tells autograd that an optimizer step changed the values (version counter).
   void note_write() const { source_->note_write(); }
+  /// Runs `hook.run` each time a backward has completed the gradient, while `hook.owner` lives.
+  void add_grad_hook(et::detail::GradHook hook) const { source_->add_grad_hook(std::move(hook)); }
 
  private:
   Tensor<T, 1, D> data_;

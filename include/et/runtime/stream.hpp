@@ -214,7 +214,7 @@ class Stream<Cuda<I>> {
 template <Device D>
 class StreamGuard {
  public:
-  explicit StreamGuard(const Stream<D>& stream) {
+  explicit StreamGuard([[maybe_unused]] const Stream<D>& stream) {
     if constexpr (D::is_cuda) {
 #if defined(ET_HAS_CUDA_RUNTIME)
       detail::check_device_index(D::index);
