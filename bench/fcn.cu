@@ -9,7 +9,9 @@
 //                  data loading, as dlbench does with synthetic data).
 //   gpu fp32       MathMode::exact (PyTorch with TF32 off); gpu tf32: MathMode::tf32.
 //                  Also each phase alone (the others queued before the start event):
-//                  "forward+loss", "backward", "step", where the time goes.
+//                  "forward+loss", "backward", "step", where the time goes; and the same
+//                  mini-batch with the SGD step in the backward (overlap_with_backward: each
+//                  layer updated on a side stream while the backward goes on).
 //   cpu N threads  omp_set_num_threads(N) (elementwise loops and Eigen's GEMMs); thread
 //                  counts above the machine's cores are skipped. Host code for x86-64-v3
 //                  (AVX2, FMA: bench/CMakeLists.txt); PyTorch's CPU GEMMs pick their ISA at run time.
@@ -54,10 +56,11 @@ struct Row {
 };
 
 template <et::Device D>
-std::vector<float> losses(D dev, const fcn::Sizes& sizes, int steps) {
+std::vector<float> losses(D dev, const fcn::Sizes& sizes, int steps, bool overlap = false) {
   auto model = fcn::make_model(dev, sizes);
   const auto batch = fcn::synthetic_batch(dev, sizes, 7);
   et::optim::SGD opt(model.parameters(), {.lr = 0.01});
+  if (overlap) opt.overlap_with_backward();
   std::vector<float> out;
   for (int k = 0; k < steps; ++k) out.push_back(fcn::train_step(model, opt, batch).item());
   return out;
@@ -78,8 +81,10 @@ class Fcn {
     std::printf("device: %s; host: %d cores\n", device.name.c_str(), omp_get_num_procs());
     measure_copy();
     check();
-    gpu("gpu fp32", et::MathMode::exact);
-    gpu("gpu tf32", et::MathMode::tf32);
+    gpu("gpu fp32", et::MathMode::exact, false);
+    gpu("gpu fp32, step in backward", et::MathMode::exact, true);
+    gpu("gpu tf32", et::MathMode::tf32, false);
+    gpu("gpu tf32, step in backward", et::MathMode::tf32, true);
     for (const int t : threads_) cpu(t);
     return report(json_path, device);
   }
@@ -100,17 +105,20 @@ class Fcn {
     std::printf("device-to-device copy of 1 GiB: %.1f GB/s (bytes read + written)\n", copy_gbps_);
   }
 
-  /// The losses of 3 steps on the GPU (fp32, tf32) against the CPU's.
+  /// The losses of 3 steps on the GPU (fp32, tf32) against the CPU's; with the updates
+  /// overlapped with the backward, the same losses as without, exactly.
   void check() {
     const auto cpu = losses(et::cpu, sizes_, 3);
     const auto exact = losses(et::cuda<0>, sizes_, 3);
+    overlap_ok_ = losses(et::cuda<0>, sizes_, 3, true) == exact;
     std::vector<float> tf32;
     {
       et::MathModeGuard guard(et::MathMode::tf32);
       tf32 = losses(et::cuda<0>, sizes_, 3);
     }
-    exact_ok_ = close(exact, cpu, 1e-3);
+    exact_ok_ = close(exact, cpu, 1e-3) && overlap_ok_;
     tf32_ok_ = close(tf32, cpu, 1e-2);
+    std::printf("fp32 losses with the step in the backward: %s\n", overlap_ok_ ? "the same, exactly" : "DIFFERENT");
     std::printf("losses of 3 steps: cpu %.5f %.5f %.5f; gpu fp32 %.5f %.5f %.5f (%s); gpu tf32 %.5f %.5f %.5f (%s)\n",
                 cpu[0], cpu[1], cpu[2], exact[0], exact[1], exact[2], exact_ok_ ? "ok" : "WRONG", tf32[0], tf32[1],
                 tf32[2], tf32_ok_ ? "ok" : "WRONG");
@@ -122,15 +130,21 @@ class Fcn {
     return (24.0 * parameters - 4.0 * in * h) / (copy_gbps_ * 1e9) * 1e6;
   }
 
-  void gpu(const std::string& name, et::MathMode mode) {
+  /// `overlap`: each layer's update on a side stream as soon as the backward completed its
+  /// gradients (SGD::overlap_with_backward), while the backward computes the earlier layers'.
+  void gpu(const std::string& name, et::MathMode mode, bool overlap) {
     et::MathModeGuard guard(mode);
     auto model = fcn::make_model(et::cuda<0>, sizes_);
     const auto batch = fcn::synthetic_batch(et::cuda<0>, sizes_, 7);
     et::optim::SGD opt(model.parameters(), {.lr = 0.01});
+    if (overlap) opt.overlap_with_backward();
     const bool ok = mode == et::MathMode::exact ? exact_ok_ : tf32_ok_;
-    Row whole{name, 0, bytes_floor_us(), ok, "forward, loss, backward, step"};
+    Row whole{name, 0, bytes_floor_us(), ok,
+              overlap ? "each layer's update overlaps the backward of the layers before it"
+                      : "forward, loss, backward, step"};
     whole.etensor_us = bench::median_us([&] { fcn::train_step(model, opt, batch); }, 3, reps_);
     add(whole);
+    if (overlap) return;
     // Where the time goes: each phase timed alone, what comes before it queued first.
     et::Tensor<float, 0, Gpu> loss;
     auto forward = [&] {
@@ -204,7 +218,7 @@ class Fcn {
   int reps_, cpu_reps_;
   std::vector<int> threads_;
   double copy_gbps_ = 0;
-  bool exact_ok_ = false, tf32_ok_ = false;
+  bool exact_ok_ = false, tf32_ok_ = false, overlap_ok_ = false;
   std::vector<Row> rows_;
 };
 
