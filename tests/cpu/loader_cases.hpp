@@ -111,6 +111,25 @@ void check_loader() {
   CHECK(features == std::vector<double>{0, -0.0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6});
   CHECK(labels == std::vector<std::int64_t>{0, 1, 2, 0, 1, 2, 0});
 
+  // One batch ahead: while the loop's body works on batch b, batch b + 1 is gathered
+  // already (on a GPU, and its copy queued on the loader's copy stream).
+  std::int64_t gathered = 0;
+  auto counting = et::data::from_function(
+      10,
+      [&gathered](std::int64_t i, std::span<float> features, std::span<std::int64_t> label) {
+        ++gathered;
+        features[0] = float(i);
+        label[0] = i;
+      },
+      et::data::sample<float>({1}), et::data::sample<std::int64_t>());
+  et::data::DataLoader ahead(counting, D{}, {.batch_size = 4});
+  std::vector<std::int64_t> gathered_in_body;
+  for (const auto& [x, y] : ahead) {
+    gathered_in_body.push_back(gathered);
+    CHECK(y.to_vector().front() == 4 * std::int64_t(gathered_in_body.size() - 1));
+  }
+  CHECK(gathered_in_body == std::vector<std::int64_t>{8, 10, 10});
+
   // Edge cases and bad arguments.
   et::data::DataLoader empty(numbered(0), D{}, {.batch_size = 4});
   CHECK(empty.size() == 0);
