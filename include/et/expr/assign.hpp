@@ -2,8 +2,11 @@
 // aliasing, then exactly one evaluation on the destination's device.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "et/backend/cpu/elementwise.hpp"
 #include "et/expr/evaluator.hpp"
@@ -102,9 +105,31 @@ template <class E>
 bool needs_grad(const E&) {
   return false;
 }
+/// Walks an expression as for_each_leaf does (evaluator.hpp): two instantiation levels per
+/// tree level, not std::apply's five (a 31-level chain passed g++'s limit of 900), and a
+/// node whose copies share one heap block once (a deep shared form is not walked 2^depth times).
+struct GradWalk {
+  std::vector<const void*> walked;
+  template <class Op, class... Cs>
+  bool operator()(const MapExpr<Op, Cs...>& e) {
+    if (const void* id = e.identity()) {
+      if (std::find(walked.begin(), walked.end(), id) != walked.end()) return false;
+      walked.push_back(id);
+    }
+    return children(e, std::index_sequence_for<Cs...>{});
+  }
+  template <class Leaf>
+  bool operator()(const Leaf& leaf) {
+    return needs_grad(leaf);  // a tensor, a scalar, a generator, a matmul (lowering.hpp)
+  }
+  template <class Op, class... Cs, std::size_t... Is>
+  bool children(const MapExpr<Op, Cs...>& e, std::index_sequence<Is...>) {
+    return ((*this)(std::get<Is>(e.children())) || ...);
+  }
+};
 template <class Op, class... Cs>
 bool needs_grad(const MapExpr<Op, Cs...>& e) {
-  return std::apply([](const auto&... children) { return (needs_grad(children) || ...); }, e.children());
+  return GradWalk{}(e);
 }
 
 /// False for an expression that can never need a gradient: it reads no floating-point
