@@ -58,7 +58,7 @@ template <class... Operands>
 void note_expression_uses(const Operands&... operands) {
   if (!several_streams().load(std::memory_order_relaxed)) return;
   (for_each_leaf(operands,
-                 [](const auto& leaf) {
+                 [](const auto& leaf) -> void {  // not deduced: nvcc failed to deduce it 63 levels deep
                    if constexpr (is_tensor_v<std::remove_cvref_t<decltype(leaf)>>) note_stream_use(leaf.storage());
                  }),
    ...);
