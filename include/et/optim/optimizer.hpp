@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -79,8 +78,8 @@ void zero_grads(const std::vector<Parameter<T, D>>& params, bool set_to_none) {
 
 }  // namespace detail
 
-/// The base of the optimizers: Derived provides `update(only)`, which updates every
-/// parameter that has a gradient (only: none) or parameter *only alone, on the current stream.
+/// The base of the optimizers: Derived provides `update(chosen)`, which updates, in one
+/// launch on the current stream, every parameter k that has a gradient and chosen(k).
 template <class Derived, class T, class D>
 class Optimizer {
  public:
@@ -95,11 +94,10 @@ class Optimizer {
   /// updated here.
   void step() {
     if (!overlap_) {
-      self().update(std::nullopt);
+      self().update([](std::size_t) { return true; });
     } else {
       Overlap& o = *overlap_;
-      for (std::size_t k = 0; k != params_.size(); ++k)
-        if (!o.updated[k] && params_[k].grad().defined()) self().update(k);
+      self().update([&](std::size_t k) { return !o.updated[k]; });
       o.finished.record(o.side);
       current_stream(D{}).wait(o.finished);
       std::fill(o.updated.begin(), o.updated.end(), char(0));
@@ -171,7 +169,7 @@ class Optimizer {
     o.side.wait(o.ready);
     {
       StreamGuard<D> guard(o.side);
-      self().update(k);
+      self().update([k](std::size_t j) { return j == k; });
     }
     params_[k].note_write();
     o.updated[k] = 1;

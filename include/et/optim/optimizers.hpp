@@ -14,7 +14,6 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -67,14 +66,15 @@ class SGD : public Optimizer<SGD<T, D>, T, D> {
   SGDOptions& options() noexcept { return options_; }  // e.g. a learning-rate schedule
 
  private:
-  /// Updates every parameter that has a gradient, or parameter *only alone.
-  void update(std::optional<std::size_t> only) {
+  /// Updates every parameter k that has a gradient and chosen(k) (optimizer.hpp).
+  template <class Chosen>
+  void update(const Chosen& chosen) {
     const auto& params = this->params_;
     const bool momentum = options_.momentum != 0;
     std::vector<Tensor<T, 1, D>> grads(params.size());
     std::vector<char> first(params.size(), 0);
     auto arrays = [&](std::size_t k, T* (&a)[3]) {
-      if (only && k != *only) return false;
+      if (!chosen(k)) return false;
       grads[k] = params[k].grad();
       if (!grads[k].defined()) return false;
       if (momentum && !buffers_[k].defined()) {
@@ -143,15 +143,16 @@ class Adam : public Optimizer<Adam<T, D>, T, D> {
   AdamOptions& options() noexcept { return options_; }
 
  private:
-  /// Updates every parameter that has a gradient, or parameter *only alone.
-  void update(std::optional<std::size_t> only) {
+  /// Updates every parameter k that has a gradient and chosen(k) (optimizer.hpp).
+  template <class Chosen>
+  void update(const Chosen& chosen) {
     const auto& params = this->params_;
     std::vector<Tensor<T, 1, D>> grads(params.size());
     // Each parameter counts its own steps (as PyTorch's state["step"]); parameters in one
     // launch share the bias corrections, so one launch per distinct count.
     std::vector<std::int64_t> counts;
     for (std::size_t k = 0; k != params.size(); ++k) {
-      if (only && k != *only) continue;
+      if (!chosen(k)) continue;
       grads[k] = params[k].grad();
       if (!grads[k].defined()) continue;
       State& s = state_[k];
