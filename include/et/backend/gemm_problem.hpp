@@ -43,12 +43,16 @@ struct MatrixView {
   std::int64_t batch_stride = 0;
 };
 
-/// c[i] = a[i] @ b[i] for i < batch, with a[i] m x k, b[i] k x n and c[i] m x n, all of
-/// one element type. Preconditions: m, n, k, batch >= 1; c overlaps neither a nor b, and
-/// no two elements of c share memory.
+/// c[i] = alpha * a[i] @ b[i] + beta * c[i] for i < batch (beta 0: c is not read), with
+/// a[i] m x k, b[i] k x n and c[i] m x n, all of one element type. Preconditions: m, n, k,
+/// batch >= 1; c overlaps neither a nor b, and no two elements of c share memory.
+struct GemmScale {
+  double alpha = 1, beta = 0;
+};
 struct GemmProblem {
   std::int64_t batch = 1, m = 1, n = 1, k = 1;
   MatrixView a, b, c;
+  GemmScale scale;
 };
 
 /// What a CUDA GEMM applies to its float32 result before rounding it to the output type:

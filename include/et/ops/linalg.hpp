@@ -188,26 +188,29 @@ GemmProblem gemm_problem(const Tensor<T, RA, D>& a, const Tensor<T, RB, D>& b, c
   return problem;
 }
 
-/// out = a @ b as one GEMM (with `epilogue` applied on CUDA). Preconditions: out has the
-/// product's shape and a BLAS layout (matrix_view), shares no storage with a, b or bias,
-/// and has no overlapping elements. Returns false, having done nothing, only when an
-/// epilogue was asked for and the library cannot apply it.
+/// out = a @ b as one GEMM (with `epilogue` applied on CUDA), or with `scale`, out =
+/// alpha * a @ b + beta * out. Preconditions: out has the product's shape and a BLAS layout
+/// (matrix_view), shares no storage with a, b or bias, and has no overlapping elements.
+/// Returns false, having done nothing, only when an epilogue was asked for and the library
+/// cannot apply it.
 template <class T, int RA, int RB, int RC, class D>
 bool run_gemm(const Tensor<T, RA, D>& a_in, const Tensor<T, RB, D>& b_in, const Tensor<T, RC, D>& out,
-              MathMode mode, GemmEpilogue epilogue = GemmEpilogue::none, const T* bias = nullptr) {
+              MathMode mode, GemmEpilogue epilogue = GemmEpilogue::none,
+              const std::type_identity_t<T>* bias = nullptr, GemmScale scale = {}) {
   if (out.numel() == 0) return true;
-  if (a_in.shape()[RA - 1] == 0) {  // an empty sum: zeros (a BLAS may refuse k = 0)
+  if (a_in.shape()[RA - 1] == 0) {  // an empty sum (a BLAS may refuse k = 0): beta * out
     if (epilogue != GemmEpilogue::none) return false;
     Tensor<T, RC, D> target = out;
-    assign(target, ScalarExpr<T>(compute_t<T>(0)));
+    if (scale.beta == 0) assign(target, ScalarExpr<T>(compute_t<T>(0)));
+    else if (scale.beta != 1) assign(target, cast<T>(cast<double>(target) * scale.beta));
     return true;
   }
   if constexpr (is_16bit_float_v<T> && !backend_t<D>::gemm_takes_16bit) {
     // Eigen has no fast 16-bit GEMM: multiply in float and round once, as the GPU does.
     const auto a = eval(cast<float>(a_in));
     const auto b = eval(cast<float>(b_in));
-    const auto product = Tensor<float, RC, Cpu>::allocate(out.shape());
-    run_gemm(a, b, product, mode);
+    const auto product = scale.beta == 0 ? Tensor<float, RC, D>::allocate(out.shape()) : eval(cast<float>(out));
+    run_gemm(a, b, product, mode, GemmEpilogue::none, nullptr, scale);
     Tensor<T, RC, D> target = out;
     assign(target, product);
     return true;
@@ -215,7 +218,9 @@ bool run_gemm(const Tensor<T, RA, D>& a_in, const Tensor<T, RB, D>& b_in, const 
     const Tensor<T, RA, D> a = blas_operand(a_in);
     const Tensor<T, RB, D> b = blas_operand(b_in);
     note_stream_uses(a, b, out);
-    return gemm(backend<D>, gemm_problem(a, b, out), mode, epilogue, bias);  // backend/backend.hpp
+    GemmProblem problem = gemm_problem(a, b, out);
+    problem.scale = scale;
+    return gemm(backend<D>, problem, mode, epilogue, bias);  // backend/backend.hpp
   }
 }
 

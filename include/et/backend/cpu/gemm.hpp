@@ -43,9 +43,10 @@ void with_storage_order(const BlasLayout& layout, F&& f) {
 /// on one thread) rather than each product over all threads.
 inline constexpr std::int64_t small_product = std::int64_t{1} << 18;
 
-/// c[i] = a[i] @ b[i] (gemm_problem.hpp) for T = float or double, in T's precision
-/// whatever the math mode. Returns false, having done nothing, when an epilogue is asked
-/// for: Eigen has none (Backend::fuses_gemm_epilogues), the caller adds it separately.
+/// c[i] = alpha * a[i] @ b[i] + beta * c[i] (gemm_problem.hpp) for T = float or double,
+/// in T's precision whatever the math mode. Returns false, having done nothing, when an
+/// epilogue is asked for: Eigen has none (Backend::fuses_gemm_epilogues), the caller adds
+/// it separately.
 template <class T>
 bool gemm(Backend, const GemmProblem& p, MathMode, GemmEpilogue epilogue, const T* /*bias*/) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "et: the CPU GEMM takes float or double");
@@ -63,7 +64,15 @@ bool gemm(Backend, const GemmProblem& p, MathMode, GemmEpilogue epilogue, const 
                                                                Eigen::OuterStride<>(p.b.layout.ld));
           MatrixMap<T, decltype(c_order)::value> cm(c + i * p.c.batch_stride, p.m, p.n,
                                                     Eigen::OuterStride<>(p.c.layout.ld));
-          cm.noalias() = am * bm;
+          const GemmScale& s = p.scale;
+          if (s.beta == 0 && s.alpha == 1) {
+            cm.noalias() = am * bm;
+          } else if (s.beta == 0) {
+            cm.noalias() = T(s.alpha) * am * bm;  // Eigen folds the factor into its GEMM
+          } else {
+            if (s.beta != 1) cm *= T(s.beta);
+            cm.noalias() += T(s.alpha) * am * bm;
+          }
         };
         if (p.batch > 1 && p.m * p.n * p.k < small_product) {
 #pragma omp parallel for schedule(static)

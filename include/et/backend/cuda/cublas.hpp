@@ -227,11 +227,11 @@ std::optional<cublasLtMatmulAlgo_t> cached_algorithm(const AlgorithmKey& key, As
   return answer;
 }
 
-/// c[i] = a[i] @ b[i] (gemm_problem.hpp) on device I's current stream, with `epilogue` applied in
-/// float before rounding to T (bias: a device vector of n elements of type T). Returns
-/// false, having queued nothing, when an epilogue was asked for and cuBLASLt has no
-/// algorithm with it (or the result is column-major, along which a bias cannot run): the
-/// caller then computes the product and the epilogue separately. Throws et::Error naming
+/// c[i] = alpha * a[i] @ b[i] + beta * c[i] (gemm_problem.hpp) on device I's current
+/// stream, with `epilogue` applied in float before rounding to T (bias: a device vector of
+/// n elements of type T). Returns false, having queued nothing, when an epilogue was asked
+/// for and cuBLASLt has no algorithm with it (or the result is column-major, along which a
+/// bias cannot run): the caller then computes the product and the epilogue separately. Throws et::Error naming
 /// the cuBLAS status if a call fails.
 template <int I, class T>
 bool gemm(Backend<I>, const GemmProblem& p, MathMode mode, GemmEpilogue epilogue, const T* bias) {
@@ -245,7 +245,8 @@ bool gemm(Backend<I>, const GemmProblem& p, MathMode mode, GemmEpilogue epilogue
   constexpr cudaDataType_t type = cuda_data_type<T>();
   const cublasComputeType_t compute = compute_type<T>(mode);
   constexpr cudaDataType_t scale_type = std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
-  const gemm_scale_t<T> alpha = 1, beta = 0;
+  const gemm_scale_t<T> alpha = static_cast<gemm_scale_t<T>>(p.scale.alpha);
+  const gemm_scale_t<T> beta = static_cast<gemm_scale_t<T>>(p.scale.beta);  // C is D (in place)
 
   const CudaCall call(device);
   const cudaStream_t stream = call.stream();
