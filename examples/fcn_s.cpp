@@ -1,9 +1,9 @@
 // Trains FCN-S (examples/fcn_s.hpp; Shi et al.'s fully connected benchmark network) on one
 // synthetic mini-batch for a few steps, on the CPU and on the first GPU when there is one,
 // printing the loss and the seconds per mini-batch; checks that the loss goes down and that
-// the GPU's losses are the CPU's, and that with the SGD step in the backward (each layer
-// updated as soon as its gradients are complete, overlapping the backward of the layers
-// before it) they stay the same. bench/fcn.cu times it in the benchmark table's format.
+// the GPU's losses are the CPU's, and that with the SGD step in the backward (each weight
+// updated by the GEMM that computes its gradient, each bias as soon as its gradient is
+// complete) they stay the same. bench/fcn.cu times it in the benchmark table's format.
 //
 //   fcn_s [divisor] [steps]   layer widths divided by divisor (default 1: the real sizes)
 #include "fcn_s.hpp"
@@ -56,10 +56,14 @@ int main(int argc, char** argv) {
         std::printf("FAIL: step %zu: the GPU's loss %.6f is not the CPU's %.6f\n", k, gpu[k], cpu[k]);
         ok = false;
       }
-    if (train(et::cuda<0>, sizes, steps, "gpu, step in backward,", true) != gpu) {
-      std::printf("FAIL: with the step in the backward, the GPU's losses changed\n");
-      ok = false;
-    }
+    // In the backward, SGD's step is folded into the weight-gradient GEMMs: rounded once
+    // less, so the losses agree to float's precision rather than bit for bit.
+    const auto folded = train(et::cuda<0>, sizes, steps, "gpu, step in backward,", true);
+    for (std::size_t k = 0; k < gpu.size(); ++k)
+      if (!(std::abs(folded[k] - gpu[k]) <= 1e-5f * std::abs(gpu[k]))) {
+        std::printf("FAIL: step %zu: with the step in the backward, the loss %.6f is not %.6f\n", k, folded[k], gpu[k]);
+        ok = false;
+      }
   }
 #endif
   std::printf("%s\n", ok ? "fcn_s: OK" : "fcn_s: FAILED");

@@ -1,5 +1,6 @@
 // Optimizers on the GPU: the cases of tests/cpu/optim_cases.hpp on CUDA, and one step of
 // every parameter as ONE kernel (CUPTI-counted), as PyTorch's fused optimizers.
+#include "../cpu/fold_cases.hpp"
 #include "../cpu/optim_cases.hpp"
 #include "cupti_counter.hpp"
 
@@ -12,6 +13,13 @@ using Gpu = et::Cuda<0>;
 TEST_CASE("GPU: optimizers follow PyTorch's update rules", "[optim]") { test::check_optimizers<Gpu>(); }
 TEST_CASE("GPU: updates overlapped with the backward equal step() after it", "[optim][streams]") {
   test::check_overlapped_steps<Gpu>();
+}
+
+TEMPLATE_TEST_CASE("GPU: a scaled GEMM adds alpha a @ b to beta out", "[optim][matmul]", float, double, et::half) {
+  test::check_scaled_gemm<Gpu, TestType>();
+}
+TEST_CASE("GPU: SGD's step folds into the weight-gradient GEMM where it can", "[optim]") {
+  test::check_folded_steps<Gpu>();
 }
 
 TEST_CASE("GPU: an optimizer step and zero_grad are one kernel each for all parameters", "[optim][cupti]") {

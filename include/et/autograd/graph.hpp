@@ -48,12 +48,33 @@ void send(const std::shared_ptr<Node>& to, Tensor<T, R, D> g) {
   static_cast<GradSink<T, R, D>&>(*to).add(std::move(g));
 }
 
+/// Node::fold through the edge `to`, when it is the only edge into that node: a gradient
+/// is folded only into an input that nothing else in any graph reads a gradient for.
+inline std::optional<FoldedUpdate> fold_along(const std::shared_ptr<Node>& to, const void* storage,
+                                              std::int64_t numel) {
+  if (!to || to.use_count() != 1) return std::nullopt;
+  return to->fold(storage, numel);
+}
+
 /// Adds the gradient that reaches a leaf into its grad(). Holds the leaf's state, so the
 /// gradient lands even when every handle to the leaf is gone by then.
 template <class T, int R, class D>
 struct AccumulateGrad final : GradSink<T, R, D> {
   explicit AccumulateGrad(MetaPtr<T, R, D> meta) : meta_(std::move(meta)) {}
   std::string name() const override { return "gradient accumulation"; }
+  /// The leaf's optimizer's fold, while no gradient is held or on its way (the first, and
+  /// only, contribution of a backward that begins from no gradient).
+  std::optional<FoldedUpdate> fold(const void* storage, std::int64_t numel) override {
+    GradFold offer;
+    {
+      std::lock_guard lock(leaf_mutex());
+      if (meta_->grad.defined() || this->gradient.defined()) return std::nullopt;
+      offer = meta_->fold;
+    }
+    const std::shared_ptr<void> owner = offer.owner.lock();
+    if (!owner) return std::nullopt;
+    return offer.take(storage, numel);
+  }
   void apply(bool) override {
     std::vector<GradHook> hooks;
     {
@@ -179,10 +200,22 @@ inline void require_not_released(const Node& node) {
                 "backward() to keep it");
 }
 
+/// What a recorded operation's backward is told about input k: needs[k], whether it needs
+/// a gradient, and fold(k, input), whether that gradient may be folded into `input` (the
+/// tensor the operation read) rather than sent (FoldedUpdate; then it sends none).
+struct BackwardNeeds {
+  const std::vector<std::shared_ptr<Node>>& next;
+  bool operator[](std::size_t k) const { return next[k] != nullptr; }
+  template <class T, int R, class D>
+  std::optional<FoldedUpdate> fold(std::size_t k, const Tensor<T, R, D>& input) const {
+    return fold_along(next[k], input.storage().get(), input.numel());
+  }
+};
+
 /// A recorded operation that is not a fused expression (matmul, conv2d, pooling): it
 /// saves some tensors and computes its inputs' gradients with a function
 /// `backward(gradient, needs, saved...) -> std::tuple<gradient of each input...>`, where
-/// needs[k] says whether input k needs one (others may stay undefined).
+/// needs (BackwardNeeds) says which inputs need one (others may stay undefined).
 template <class Out, class Inputs, class Saved, class F>
 class OpBackward;
 template <class T, int R, class D, class... Inputs, class... Saved, class F>
@@ -199,8 +232,7 @@ class OpBackward<Tensor<T, R, D>, std::tuple<Inputs...>, std::tuple<Saved...>, F
     const Tensor<T, R, D> g = this->take();
     if (g.defined()) {
       for (const auto& version : versions_) version.check(*this);
-      std::array<bool, sizeof...(Inputs)> needs{};
-      for (std::size_t k = 0; k != needs.size(); ++k) needs[k] = this->next[k] != nullptr;
+      const BackwardNeeds needs{this->next};
       auto grads = std::apply([&](const auto&... saved) { return backward_(g, needs, saved...); }, *saved_);
       [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
         (send(this->next[Ks], std::get<Ks>(grads)), ...);

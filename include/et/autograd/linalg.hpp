@@ -2,10 +2,12 @@
 // (cuBLASLt / Eigen, transposes read in place): da = dz @ b^T, db = a^T @ dz, each summed
 // over the batch axes its operand was broadcast along. An expression that holds products
 // (`relu(matmul(x, w) + bias)`) records each product as such a node and the elementwise
-// rest as one fused node (autograd/fused.hpp).
+// rest as one fused node (autograd/fused.hpp). Where an optimizer folds its step into the
+// backward (optim/optimizer.hpp), a weight's gradient GEMM updates the weight in place.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -49,6 +51,25 @@ auto product_laid_like(const Like& like, const L& l, const R& r, MathMode mode) 
   return eval(matmul(l, r, mode));
 }
 
+/// The update of `input` with its gradient, l @ r, folded in (FoldedUpdate), when its
+/// optimizer offers one and one GEMM can apply it (input <- beta * input + alpha * l @ r):
+/// for a matrix that is not broadcast, read in place (a weight, or its transpose).
+template <class Needs, class In, class L, class Rt>
+std::optional<FoldedUpdate> fold_offer(const Needs& needs, std::size_t k, const In& input, const L& l, const Rt& r) {
+  if constexpr (In::rank != 2 || L::rank != 2 || Rt::rank != 2) {
+    return std::nullopt;
+  } else {
+    if (!matrix_view(input) || input.storage() == l.storage() || input.storage() == r.storage()) return std::nullopt;
+    return needs.fold(k, input);
+  }
+}
+
+template <class In, class L, class Rt>
+void fold_product(const FoldedUpdate& update, const In& input, const L& l, const Rt& r, MathMode mode) {
+  run_gemm(l, r, input, mode, GemmEpilogue::none, nullptr, GemmScale{update.alpha, update.beta});
+  update.done();
+}
+
 template <class T, int R, class D, class A, class B>
 void record_matmul_into(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product) {
   const auto a = materialize(product.lhs());  // operand expressions are recorded evaluations
@@ -59,8 +80,22 @@ void record_matmul_into(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product) {
     using GB = std::remove_cvref_t<decltype(b)>;
     GA da;
     GB db;
-    if (needs[0]) da = sum_to(product_laid_like(a, g, b.transpose(-2, -1), mode), a.shape());
-    if (needs[1]) db = sum_to(product_laid_like(b, a.transpose(-2, -1), g, mode), b.shape());
+    const auto a_t = a.transpose(-2, -1);
+    const auto b_t = b.transpose(-2, -1);
+    auto grad_b = [&] { return sum_to(product_laid_like(b, a_t, g, mode), b.shape()); };
+    // An operand its optimizer updates in place comes last: the other's gradient reads it.
+    if (needs[0]) {
+      if (const auto update = fold_offer(needs, 0, a, g, b_t)) {
+        if (needs[1]) db = grad_b();
+        fold_product(*update, a, g, b_t, mode);
+        return std::tuple{da, db};
+      }
+      da = sum_to(product_laid_like(a, g, b_t, mode), a.shape());
+    }
+    if (needs[1]) {
+      if (const auto update = fold_offer(needs, 1, b, a_t, g)) fold_product(*update, b, a_t, g, mode);
+      else db = grad_b();
+    }
     return std::tuple{da, db};
   };
   const Tensor<T, R, D>* overwritten = dst.defined() ? &dst : nullptr;  // `a = matmul(a, b)`

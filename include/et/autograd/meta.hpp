@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,14 @@ inline std::mutex& leaf_mutex() {
   return mutex;
 }
 
+/// A gradient folded into the tensor it is the gradient of: the operation that computes g
+/// writes x <- beta * x + alpha * g (a GEMM's own beta and alpha) instead of g, then calls
+/// done(). Plain SGD's step is such an update (beta = 1 - lr * weight_decay, alpha = -lr).
+struct FoldedUpdate {
+  double beta = 1, alpha = 1;
+  std::function<void()> done;
+};
+
 /// A recorded operation: its backward takes the gradient of its output (held by the
 /// GradSink of the output's type, graph.hpp) and sends its inputs' gradients down `next`.
 struct Node {
@@ -47,6 +56,11 @@ struct Node {
   virtual void apply(bool retain) = 0;
   /// The operation, for messages ("sum", "expression (x * y + z)", "matmul").
   virtual std::string name() const = 0;
+  /// Asked by the one node whose edge reaches this one (graph.hpp's fold_along) before it
+  /// computes the gradient it would send: whether that gradient may instead be folded into
+  /// the input it read, which is `numel` elements of `storage`. Leaves whose optimizer
+  /// offers it (GradFold) and the views between them and the asking node say yes.
+  virtual std::optional<FoldedUpdate> fold(const void* /*storage*/, std::int64_t /*numel*/) { return std::nullopt; }
 
   /// The producers of this node's inputs (null where an input needs no gradient), in the
   /// order of the inputs.
@@ -104,6 +118,14 @@ struct GradHook {
   std::function<void()> run;
 };
 
+/// An optimizer's offer, while `owner` lives, to take a leaf's gradient folded into the
+/// leaf (FoldedUpdate): `take(storage, numel)` gives the update when those are all of the
+/// leaf's elements and the optimizer can fold this step, else nullopt.
+struct GradFold {
+  std::weak_ptr<void> owner;
+  std::function<std::optional<FoldedUpdate>(const void* storage, std::int64_t numel)> take;
+};
+
 /// The autograd state of a tensor handle and of the copies made after it was created.
 template <class T, int Rank, class D>
 struct AutogradMeta {
@@ -120,6 +142,8 @@ struct AutogradMeta {
   /// Run, in order, each time a backward has completed this leaf's gradient (graph.hpp's
   /// AccumulateGrad; an optimizer's overlap_with_backward).
   std::vector<GradHook> grad_hooks;
+  /// Set by an optimizer whose update may be folded into the backward (graph.hpp).
+  GradFold fold;
 };
 
 template <class T, int R, class D>

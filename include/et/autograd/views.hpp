@@ -23,10 +23,17 @@ class ViewBackward;
 template <class T, int RO, class DO, class In, class Back>
 class ViewBackward<Tensor<T, RO, DO>, In, Back> final : public GradSink<T, RO, DO> {
  public:
-  ViewBackward(const In& in, Back back, const char* name) : back_(std::move(back)), name_(name) {
+  /// `shares`: the output is a view of the input (else a copy, such as clone() or to()).
+  ViewBackward(const In& in, Back back, const char* name, bool shares)
+      : back_(std::move(back)), name_(name), shares_(shares) {
     this->next.push_back(edge_of(in));
   }
   std::string name() const override { return name_; }
+  /// A view's elements are its input's: a gradient folded into them is folded into those.
+  std::optional<FoldedUpdate> fold(const void* storage, std::int64_t numel) override {
+    if (!shares_) return std::nullopt;
+    return fold_along(this->next[0], storage, numel);
+  }
   void apply(bool) override {
     const Tensor<T, RO, DO> g = this->take();
     if (g.defined()) send(this->next[0], In(back_(g)));
@@ -35,6 +42,7 @@ class ViewBackward<Tensor<T, RO, DO>, In, Back> final : public GradSink<T, RO, D
  private:
   Back back_;
   const char* name_;
+  bool shares_;
 };
 
 /// The history of values that need no gradient (a write of constants, say): a node that
@@ -99,7 +107,7 @@ class ViewLinkOf final : public ViewLink {
     if constexpr (D::is_cuda) throw_cuda_view_needs_nvcc(name_);
     else
 #endif
-      return std::make_shared<ViewBackward<Out, In, Back>>(parent_, back_, name_);
+      return std::make_shared<ViewBackward<Out, In, Back>>(parent_, back_, name_, true);
   }
 
   void check_root() const override {
@@ -158,7 +166,7 @@ void record_view(Out& out, const In& in, const Back& back, const char* name) {
     if constexpr (D::is_cuda || Out::device_type::is_cuda) throw_cuda_view_needs_nvcc(name);
     else
 #endif
-      attach(out, std::make_shared<ViewBackward<Out, In, Back>>(in, back, name));
+      attach(out, std::make_shared<ViewBackward<Out, In, Back>>(in, back, name, false));
   }
 }
 

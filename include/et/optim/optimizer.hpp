@@ -8,6 +8,12 @@
 // the backward goes on with the earlier layers (their GEMMs are arithmetic-bound, the
 // update memory-bound); step() then makes the current stream wait for those updates.
 // PyTorch's optimizer-in-backward (torch.distributed.optim._apply_optimizer_in_backward).
+// An optimizer whose step is linear in the gradient (SGD without momentum: p <- (1 - lr *
+// weight_decay) p - lr g) goes further: a weight whose gradient one GEMM computes (a
+// Linear's) is updated by that GEMM, in place, and its gradient is never written (then its
+// grad() stays undefined, as PyTorch's optimizer-in-backward drops it). It applies when the
+// weight is read once in the graph, whole, and its backward starts from no gradient
+// (zero_grad(true), or the first backward).
 //
 //   opt.overlap_with_backward();
 //   for (...) { opt.zero_grad(true); loss = f(model(x)); loss.backward(); opt.step(); }
@@ -16,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -116,6 +123,10 @@ class Optimizer {
     for (std::size_t k = 0; k != params_.size(); ++k) {
       Overlap* state = overlap_.get();  // alive while the hook runs: it is the hook's owner
       params_[k].add_grad_hook({overlap_, [state, k] { state->owner->update_in_backward(k); }});
+      if constexpr (requires(const Derived& d) { d.folded_step(); })
+        params_[k].set_grad_fold({overlap_, [state, k](const void* storage, std::int64_t numel) {
+                                    return state->owner->fold_in_backward(k, storage, numel);
+                                  }});
     }
     return self();
   }
@@ -173,6 +184,21 @@ class Optimizer {
     }
     params_[k].note_write();
     o.updated[k] = 1;
+  }
+
+  /// Parameter k's update with its gradient folded in, computed by the backward
+  /// (et::detail::FoldedUpdate), when `storage` and `numel` are all of its elements and
+  /// Derived::folded_step() gives the update's (beta, alpha) for this step.
+  std::optional<et::detail::FoldedUpdate> fold_in_backward(std::size_t k, const void* storage, std::int64_t numel) {
+    Overlap& o = *overlap_;
+    const auto& data = params_[k].data();
+    if (o.updated[k] || storage != data.storage().get() || numel != data.numel()) return std::nullopt;
+    const std::optional<std::pair<double, double>> scale = self().folded_step();
+    if (!scale) return std::nullopt;
+    return et::detail::FoldedUpdate{scale->first, scale->second, [&o, this, k] {
+                                      params_[k].note_write();
+                                      o.updated[k] = 1;
+                                    }};
   }
 
   std::shared_ptr<Overlap> overlap_;

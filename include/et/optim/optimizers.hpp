@@ -14,6 +14,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -96,6 +97,13 @@ class SGD : public Optimizer<SGD<T, D>, T, D> {
                                         T(options_.weight_decay), options_.nesterov, initial});
       if (!momentum) break;
     }
+  }
+
+  /// Without momentum, the step is p <- beta * p + alpha * g, which the backward may fold
+  /// into the GEMM that computes g (optimizer.hpp): (beta, alpha).
+  std::optional<std::pair<double, double>> folded_step() const {
+    if (options_.momentum != 0) return std::nullopt;
+    return std::pair{1 - options_.lr * options_.weight_decay, -options_.lr};
   }
 
   SGDOptions options_;

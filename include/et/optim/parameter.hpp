@@ -32,6 +32,7 @@ struct Source {
   virtual void clear_grad() const = 0;
   virtual void note_write() const = 0;
   virtual void add_grad_hook(et::detail::GradHook hook) const = 0;
+  virtual void set_grad_fold(et::detail::GradFold fold) const = 0;
 };
 
 template <class T, int R, class D>
@@ -50,6 +51,15 @@ struct TensorSource final : Source<T, D> {
     Tensor<T, R, D> handle = tensor;  // shares the autograd state
     std::lock_guard lock(et::detail::leaf_mutex());
     handle.meta().grad_hooks.push_back(std::move(hook));
+  }
+  void set_grad_fold(et::detail::GradFold fold) const override {
+    Tensor<T, R, D> handle = tensor;
+    std::lock_guard lock(et::detail::leaf_mutex());
+    et::detail::GradFold& current = handle.meta().fold;
+    if (!current.owner.expired())
+      throw Error("et: a parameter's step is already folded into the backward by another optimizer; only one "
+                  "optimizer that overlaps the backward may update a tensor");
+    current = std::move(fold);
   }
   Tensor<T, R, D> tensor;
 };
@@ -79,6 +89,9 @@ class Parameter {
   void note_write() const { source_->note_write(); }
   /// Runs `hook.run` each time a backward has completed the gradient, while `hook.owner` lives.
   void add_grad_hook(et::detail::GradHook hook) const { source_->add_grad_hook(std::move(hook)); }
+  /// Offers to take the gradient folded into the values (et::detail::GradFold), while
+  /// `fold.owner` lives; one owner at a time (et::Error while another lives).
+  void set_grad_fold(et::detail::GradFold fold) const { source_->set_grad_fold(std::move(fold)); }
 
  private:
   Tensor<T, 1, D> data_;
