@@ -1,0 +1,137 @@
+// Collectives over a process group (et/dist.hpp), one GPU per process, for any number of
+// ranks: scripts/gpu-check runs this under `mpirun -np <GPUs>` (MPI bootstrap) and alone
+// with torchrun's variables for one rank (TCP bootstrap's single-process path). Every
+// rank checks every collective against a host reference of what all ranks passed. The
+// [multi-rank] cases need two ranks or more; where there are fewer, gpu-check leaves them
+// out and reports them as skipped.
+#include <et/dist.hpp>
+
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <vector>
+
+namespace {
+
+using Gpu = et::Cuda<0>;
+et::dist::ProcessGroup* group = nullptr;
+
+/// Rank r's value at element i (exact in every type tested).
+double value(int r, std::int64_t i) { return double((r + 1) * 3 + (i % 7)) - 4.0; }
+
+template <class T>
+et::Tensor<T, 2, Gpu> filled(int r, std::int64_t rows, std::int64_t cols) {
+  std::vector<T> v;
+  for (std::int64_t i = 0; i < rows * cols; ++i) v.push_back(T(value(r, i)));
+  return et::from_vector(et::cuda<0>, v, {rows, cols});
+}
+
+template <class T>
+void check_all_reduce() {
+  const auto& pg = *group;
+  const int n = pg.size();
+  for (const auto op : {et::dist::ReduceOp::sum, et::dist::ReduceOp::avg, et::dist::ReduceOp::max,
+                        et::dist::ReduceOp::min, et::dist::ReduceOp::prod}) {
+    if (op == et::dist::ReduceOp::avg && std::is_integral_v<T>) continue;  // NCCL averages floating types
+    for (const std::int64_t rows : {0, 1, 33}) {
+      auto t = filled<T>(pg.rank(), rows, 5);
+      et::dist::all_reduce(t, pg, op);
+      const auto got = t.to_vector();
+      for (std::int64_t i = 0; i < rows * 5; ++i) {
+        double want = value(0, i);
+        for (int r = 1; r < n; ++r) {
+          const double x = value(r, i);
+          if (op == et::dist::ReduceOp::max) want = std::max(want, x);
+          else if (op == et::dist::ReduceOp::min) want = std::min(want, x);
+          else if (op == et::dist::ReduceOp::prod) want *= x;
+          else want += x;
+        }
+        if (op == et::dist::ReduceOp::avg) want /= n;
+        CAPTURE(int(op), rows, i);
+        CHECK(double(got[std::size_t(i)]) == Approx(want).epsilon(std::is_same_v<T, et::half> ? 1e-3 : 1e-12));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("all_reduce: sum, avg, max, min and prod over every rank", "[dist]", double, float, et::half,
+                   std::int64_t) {
+  check_all_reduce<TestType>();
+}
+
+TEST_CASE("broadcast, all_gather, reduce_scatter and barrier", "[dist]") {
+  const auto& pg = *group;
+  const int n = pg.size(), me = pg.rank();
+  auto t = filled<float>(me, 4, 3);
+  et::dist::broadcast(t, n - 1, pg);
+  CHECK(t.to_vector() == filled<float>(n - 1, 4, 3).to_vector());
+
+  const auto mine = filled<double>(me, 2, 3);
+  auto gathered = et::zeros<double>(et::cuda<0>, {2 * n, 3});
+  et::dist::all_gather(gathered, mine, pg);
+  const auto all = gathered.to_vector();
+  for (int r = 0; r < n; ++r)
+    for (std::int64_t i = 0; i < 6; ++i) CHECK(all[std::size_t(r * 6 + i)] == value(r, i));
+
+  const auto whole = filled<double>(me, 3 * n, 2);  // this rank's part: rows 3 me .. 3 me + 2
+  auto part = et::zeros<double>(et::cuda<0>, {3, 2});
+  et::dist::reduce_scatter(part, whole, pg);
+  const auto got = part.to_vector();
+  for (std::int64_t i = 0; i < 6; ++i) {
+    double want = 0;
+    for (int r = 0; r < n; ++r) want += value(r, me * 6 + i);
+    CHECK(got[std::size_t(i)] == want);
+  }
+  et::dist::barrier(pg);
+
+  // Bad input, on this rank alone: nothing reaches NCCL.
+  auto strided = et::zeros<float>(et::cuda<0>, {4, 4}).transpose(0, 1);
+  CHECK_THROWS_WITH(et::dist::all_reduce(strided, pg), Catch::Contains("must be contiguous"));
+  CHECK_THROWS_WITH(et::dist::broadcast(t, n, pg), Catch::Contains("is not a rank"));
+  auto wrong = et::zeros<double>(et::cuda<0>, {2 * n + 1, 3});
+  CHECK_THROWS_WITH(et::dist::all_gather(wrong, mine, pg), Catch::Contains("need [" + std::to_string(2 * n)));
+}
+
+TEST_CASE("ranks that pass different shapes all get et::ShapeError", "[dist][multi-rank]") {
+  const auto& pg = *group;
+  auto t = et::zeros<float>(et::cuda<0>, {3, pg.rank() == pg.size() - 1 ? 5 : 4});
+  CHECK_THROWS_AS(et::dist::all_reduce(t, pg), et::ShapeError);
+  auto u = et::zeros<float>(et::cuda<0>, {3, 4});
+  et::dist::all_reduce(u, pg);  // the group is still good
+  CHECK(u.to_vector() == std::vector<float>(12, 0.0f));
+}
+
+TEST_CASE("a collective that one rank never joins aborts after the timeout", "[dist][multi-rank]") {
+  et::dist::ProcessGroup pg = et::dist::init({.timeout = std::chrono::seconds(3), .check_shapes = false,
+                                              .select_device = false});
+  if (pg.rank() == 0) {
+    auto t = et::ones<float>(et::cuda<0>, {1024});
+    et::dist::all_reduce(t, pg);  // the others do not come
+    et::synchronize(et::cuda<0>);  // returns: the abort ends the kernel
+    CHECK_THROWS_WITH(pg.native(), Catch::Contains("did not complete within 3000 ms"));
+    CHECK_THROWS_WITH(et::dist::all_reduce(t, pg), Catch::Contains("aborted"));
+  }
+  group->bootstrap().all_gather("");  // the ranks meet again on the good group
+}
+
+int main(int argc, char** argv) {
+  std::optional<et::dist::ProcessGroup> pg;
+  try {
+    pg.emplace(et::dist::init({.timeout = std::chrono::seconds(120)}));
+  } catch (const et::CudaError& e) {  // CUDA cannot start: no GPU here
+    std::printf("SKIPPED: the et::dist tests need a GPU per process (%s)\n", e.what());
+    return 77;
+  }
+  group = &*pg;
+  std::printf("rank %d of %d (%s bootstrap), GPU: %s\n", pg->rank(), pg->size(), pg->bootstrap_kind(),
+              et::device_properties(0).name.c_str());
+  const int failed = Catch::Session().run(argc, argv);
+  group->bootstrap().all_gather("");
+  return failed == 0 ? 0 : 1;
+}
