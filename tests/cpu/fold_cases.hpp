@@ -98,7 +98,10 @@ void check_folded_steps() {
   const auto sq = [](const M& e) { return et::Tensor<double, 0, D>(et::sum(e * e)); };
   const std::vector<Case> cases{
       {"a Linear's weight (the right operand, transposed) and a left operand",
-       [&](const Params& p) { return sq(et::matmul(p[1], M(et::sigmoid(et::matmul(x, p[0].transpose(0, 1)))).transpose(0, 1))); },
+       [&](const Params& p) {
+         const M hidden = et::sigmoid(et::matmul(x, p[0].transpose(0, 1)));
+         return sq(et::matmul(p[1], hidden.transpose(0, 1)));
+       },
        {1, 1}},
       {"a weight read twice (tied): not folded",
        [&](const Params& p) {
