@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <vector>
 
 namespace test {
@@ -158,6 +159,18 @@ void check_folded_steps() {
   opt.step();
   CHECK_THROWS_WITH(et::optim::SGD(et::optim::parameters(w), {.lr = 0.1}).overlap_with_backward(),
                     Catch::Contains("already folded"));
+
+  // A hook of another owner (DistributedDataParallel's) waits for the gradient: not folded.
+  auto v = weights[0].clone().detach().requires_grad_(true);
+  const auto other = std::make_shared<int>(0);
+  int calls = 0;
+  et::optim::Parameter<double, D>(v).add_grad_hook({other, [&calls] { ++calls; }});
+  et::optim::SGD with_hook(et::optim::parameters(v), {.lr = 0.1});
+  with_hook.overlap_with_backward();
+  sq(et::matmul(x, v.transpose(0, 1))).backward();
+  CHECK(v.grad().defined());
+  CHECK(calls == 1);
+  with_hook.step();
 }
 
 }  // namespace test

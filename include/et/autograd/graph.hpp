@@ -63,13 +63,18 @@ struct AccumulateGrad final : GradSink<T, R, D> {
   explicit AccumulateGrad(MetaPtr<T, R, D> meta) : meta_(std::move(meta)) {}
   std::string name() const override { return "gradient accumulation"; }
   /// The leaf's optimizer's fold, while no gradient is held or on its way (the first, and
-  /// only, contribution of a backward that begins from no gradient).
+  /// only, contribution of a backward that begins from no gradient) and no hook of another
+  /// owner waits for the gradient.
   std::optional<FoldedUpdate> fold(const void* storage, std::int64_t numel) override {
     GradFold offer;
     {
       std::lock_guard lock(leaf_mutex());
       if (meta_->grad.defined() || this->gradient.defined()) return std::nullopt;
       offer = meta_->fold;
+      // A gradient that another owner's hook waits for (DistributedDataParallel's average)
+      // is not folded away.
+      for (const GradHook& hook : meta_->grad_hooks)
+        if (hook.owner.owner_before(offer.owner) || offer.owner.owner_before(hook.owner)) return std::nullopt;
     }
     const std::shared_ptr<void> owner = offer.owner.lock();
     if (!owner) return std::nullopt;
