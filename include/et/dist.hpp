@@ -1,9 +1,11 @@
 // Several processes, one GPU each (et::dist): the process group (dist/process_group.hpp:
-// init() from MPI, torchrun's variables or one process alone) and its collectives
-// (dist/collectives.hpp). Needs NCCL (and MPI for mpirun/srun jobs): link CMake's
-// et::dist, or by hand -lnccl (and mpicxx's flags with -DET_WITH_MPI=1).
+// init() from MPI, torchrun's variables or one process alone), its collectives
+// (dist/collectives.hpp) and et::nn::DistributedDataParallel (nn/ddp.hpp). Needs NCCL (and
+// MPI for mpirun/srun jobs): link CMake's et::dist, or by hand -lnccl (and mpicxx's flags
+// with -DET_WITH_MPI=1).
 #pragma once
 
 #include "et/et.hpp"
 #include "et/dist/collectives.hpp"
 #include "et/dist/process_group.hpp"
+#include "et/nn/ddp.hpp"

@@ -1,10 +1,12 @@
 // Collectives over a process group (et/dist.hpp), one GPU per process, for any number of
 // ranks: scripts/gpu-check runs this under `mpirun -np <GPUs>` (MPI bootstrap) and alone
 // with torchrun's variables for one rank (TCP bootstrap's single-process path). Every
-// rank checks every collective against a host reference of what all ranks passed. The
+// rank checks every collective against a host reference of what all ranks passed, and
+// DistributedDataParallel against training on the whole batch in one process. The
 // [multi-rank] cases need two ranks or more; where there are fewer, gpu-check leaves them
 // out and reports them as skipped.
 #include <et/dist.hpp>
+#include <et/nn.hpp>
 
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
@@ -118,6 +120,81 @@ TEST_CASE("a collective that one rank never joins aborts after the timeout", "[d
     CHECK_THROWS_WITH(et::dist::all_reduce(t, pg), Catch::Contains("aborted"));
   }
   group->bootstrap().all_gather("");  // the ranks meet again on the good group
+}
+
+namespace {
+
+/// A small model in double precision; `seed` picks its initial parameters.
+auto model_of(std::uint64_t seed) {
+  using Linear = et::nn::Linear<double, Gpu>;
+  return et::nn::Sequential(Linear(et::cuda<0>, 6, 5, seed), et::nn::Sigmoid{}, Linear(et::cuda<0>, 5, 3, seed + 1));
+}
+
+template <class A, class B>
+void check_same_parameters(const A& got, const B& want) {
+  const auto g = got.parameters();
+  const auto w = want.parameters();
+  REQUIRE(g.size() == w.size());
+  for (std::size_t k = 0; k != g.size(); ++k) {
+    const auto a = g[k].data().to_vector(), b = w[k].data().to_vector();
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i != a.size(); ++i) CHECK(a[i] == Approx(b[i]).epsilon(1e-10).margin(1e-12));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("DistributedDataParallel: each rank's part of the batch trains as the whole batch on one GPU", "[dist]") {
+  const auto& pg = *group;
+  const int n = pg.size(), me = pg.rank();
+  const auto x = et::randn<double>(et::cuda<0>, {8 * n, 6}, 21);  // the whole batch: the same on every rank
+  const auto y = et::randn<double>(et::cuda<0>, {8 * n, 3}, 22);
+  auto rows = [&](const auto& t, std::int64_t part, std::int64_t per_rank) {  // this rank's rows of a part
+    const std::int64_t begin = part * per_rank * n + me * per_rank;
+    return t.slice(0, begin, begin + per_rank);
+  };
+  for (const double bucket_mb : {25.0, 1e-5}) {
+    CAPTURE(bucket_mb);
+    auto model = model_of(100 + std::uint64_t(me));  // differs between ranks until DDP broadcasts rank 0's
+    et::nn::DistributedDataParallel ddp(model, pg, {.bucket_mb = bucket_mb});
+    CHECK(ddp.buckets().size() == (bucket_mb > 1 ? 1u : 4u));
+    CHECK(ddp.buckets().front().front() == 3);  // the last parameter's gradient comes first
+    auto reference = model_of(100);  // rank 0's initial parameters, trained on the whole batch
+    check_same_parameters(model, reference);
+    et::optim::SGD opt(ddp.parameters(), {.lr = 0.2}), reference_opt(reference.parameters(), {.lr = 0.2});
+    for (int step = 0; step < 3; ++step) {
+      opt.zero_grad(true);
+      et::nn::mse_loss(ddp(rows(x, 0, 8)), rows(y, 0, 8)).backward();
+      opt.step();
+      reference_opt.zero_grad(true);
+      et::nn::mse_loss(reference(x), y).backward();
+      reference_opt.step();
+    }
+    check_same_parameters(model, reference);
+
+    // Gradient accumulation: two micro-batches, the first under no_sync().
+    opt.zero_grad(true);
+    {
+      auto guard = ddp.no_sync();
+      et::nn::mse_loss(ddp(rows(x, 0, 4)), rows(y, 0, 4)).backward();
+    }
+    et::nn::mse_loss(ddp(rows(x, 1, 4)), rows(y, 1, 4)).backward();
+    opt.step();
+    reference_opt.zero_grad(true);
+    et::nn::mse_loss(reference(x.slice(0, 0, 4 * n)), y.slice(0, 0, 4 * n)).backward();
+    et::nn::mse_loss(reference(x.slice(0, 4 * n, 8 * n)), y.slice(0, 4 * n, 8 * n)).backward();
+    reference_opt.step();
+    check_same_parameters(model, reference);
+  }
+}
+
+TEST_CASE("DistributedDataParallel: a parameter left out of a backward is named at the next forward", "[dist]") {
+  et::nn::Linear<double, Gpu> model(et::cuda<0>, 4, 2, 5);
+  et::nn::DistributedDataParallel ddp(model, *group);
+  const auto x = et::ones<double>(et::cuda<0>, {3, 4});
+  et::sum(model.weight * 2.0).backward();  // the bias gets no gradient: its bucket waits
+  CHECK_THROWS_WITH(ddp(x), Catch::Contains("no gradient to parameter(s) 1"));
+  CHECK(ddp(x).shape() == et::Shape<2>{3, 2});  // the error reset the buckets
 }
 
 int main(int argc, char** argv) {

@@ -1,0 +1,191 @@
+// DistributedDataParallel: one replica of a module per process (one GPU each, et::dist),
+// each training on its own part of the batch, their gradients averaged over the processes
+// during the backward, so that every replica takes the same optimizer step.
+//
+//   auto pg = et::dist::init();
+//   Model<et::Cuda<0>> model(...);
+//   et::nn::DistributedDataParallel ddp(model, pg, {.bucket_mb = 25});  // rank 0's parameters everywhere
+//   et::optim::SGD opt(ddp.parameters(), {.lr = 0.01});
+//   for (...) { opt.zero_grad(true); loss = f(ddp(x_of_this_rank)); loss.backward(); opt.step(); }
+//
+// The parameters are grouped into buckets of about bucket_mb megabytes, in the reverse of
+// their order in parameters() (the order in which a backward usually completes them). When
+// the backward has completed every gradient of a bucket (a leaf's gradient hook,
+// autograd/graph.hpp), the bucket's all-reduces (average) go to NCCL as one group on a
+// communication stream, while the backward goes on with the earlier layers; after the last
+// bucket, the current stream waits for them, so step() reads averaged gradients. Inside
+// `auto guard = ddp.no_sync();` backwards only accumulate (gradient accumulation); the first
+// backward after it averages what was accumulated.
+//
+// Every parameter must get a gradient in every backward (PyTorch's default): the next
+// forward throws et::Error naming those that did not. Not combined with an optimizer's
+// overlap_with_backward() (its updates would read the gradients before they are averaged).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "et/dist/collectives.hpp"
+#include "et/nn/module.hpp"
+#include "et/optim/parameter.hpp"
+#include "et/runtime/stream.hpp"
+
+namespace et::nn {
+
+struct DdpOptions {
+  /// About how many megabytes of gradients each all-reduce launch takes.
+  double bucket_mb = 25;
+};
+
+template <class M>
+class DistributedDataParallel {
+  using Param = typename decltype(std::declval<const M&>().parameters())::value_type;
+  using T = typename std::remove_cvref_t<decltype(std::declval<Param>().data())>::value_type;
+  using D = typename std::remove_cvref_t<decltype(std::declval<Param>().data())>::device_type;
+  static_assert(D::is_cuda, "et: DistributedDataParallel replicates a module on CUDA devices (one per process)");
+
+ public:
+  /// Wraps `module` (kept by reference: it must outlive this object): broadcasts rank 0's
+  /// parameters to every rank, then averages the gradients of every backward.
+  DistributedDataParallel(M& module, const dist::ProcessGroup& pg, DdpOptions options = {})
+      : module_(&module), state_(std::make_shared<State>(pg, module.parameters())) {
+    if (!(options.bucket_mb > 0)) throw Error("et: DistributedDataParallel: bucket_mb must be > 0");
+    State& s = *state_;
+    for (const Param& p : s.params) {
+      auto values = p.data();
+      dist::broadcast(values, 0, pg);
+      p.note_write();
+    }
+    const double bucket_bytes = options.bucket_mb * 1024 * 1024;
+    double filled = 0;
+    s.bucket_of.resize(s.params.size());
+    for (std::size_t j = s.params.size(); j-- > 0;) {
+      const double bytes = double(s.params[j].numel()) * sizeof(T);
+      if (s.buckets.empty() || (filled > 0 && filled + bytes > bucket_bytes)) {
+        s.buckets.emplace_back();
+        filled = 0;
+      }
+      s.buckets.back().members.push_back(j);
+      s.bucket_of[j] = s.buckets.size() - 1;
+      filled += bytes;
+    }
+    s.seen.assign(s.params.size(), 0);
+    State* state = state_.get();  // alive while a hook runs: it is the hooks' owner
+    for (std::size_t k = 0; k != s.params.size(); ++k)
+      s.params[k].add_grad_hook({state_, [state, k] { state->gradient_ready(k); }});
+  }
+
+  /// The wrapped module's forward, after checking the last backward reduced everything.
+  template <class... X>
+  decltype(auto) operator()(const X&... x) {
+    state_->check_finished();
+    return (*module_)(x...);
+  }
+
+  auto parameters() const { return module_->parameters(); }
+  M& module() noexcept { return *module_; }
+  const dist::ProcessGroup& process_group() const noexcept { return state_->pg; }
+  /// The buckets, as parameter indices (for tests and tuning).
+  std::vector<std::vector<std::size_t>> buckets() const {
+    std::vector<std::vector<std::size_t>> out;
+    for (const auto& b : state_->buckets) out.push_back(b.members);
+    return out;
+  }
+
+  /// While the guard lives, backward() only accumulates the gradients locally.
+  class NoSync {
+   public:
+    explicit NoSync(std::shared_ptr<void> state) : state_(std::move(state)) { get().sync = false; }
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+    ~NoSync() { get().sync = true; }
+
+   private:
+    auto& get() { return *static_cast<State*>(state_.get()); }
+    std::shared_ptr<void> state_;
+  };
+  [[nodiscard]] NoSync no_sync() { return NoSync(state_); }
+
+ private:
+  struct Bucket {
+    std::vector<std::size_t> members;
+    std::size_t ready = 0;
+  };
+
+  struct State {
+    State(const dist::ProcessGroup& group, std::vector<Param> list) : pg(group), params(std::move(list)) {}
+
+    dist::ProcessGroup pg;
+    std::vector<Param> params;
+    std::vector<Bucket> buckets;
+    std::vector<std::size_t> bucket_of;
+    std::vector<char> seen;  ///< gradient completed in this backward
+    std::size_t launched = 0;
+    bool sync = true;
+    Stream<D> comm = Stream<D>::create();
+    Event<D> ready, done;
+
+    void gradient_ready(std::size_t k) {
+      if (!sync) return;
+      if (seen[k])
+        throw Error("et: DistributedDataParallel: parameter " + std::to_string(k) +
+                    " got its gradient twice in one backward; average once per backward (or use no_sync())");
+      seen[k] = 1;
+      Bucket& bucket = buckets[bucket_of[k]];
+      if (++bucket.ready == bucket.members.size()) launch(bucket);
+    }
+
+    /// The bucket's gradients, complete on the current stream, averaged on `comm`.
+    void launch(const Bucket& bucket) {
+      ready.record(current_stream(D{}));
+      comm.wait(ready);
+      {
+        StreamGuard<D> guard(comm);
+        std::vector<Tensor<T, 1, D>> grads;
+        for (const std::size_t m : bucket.members) grads.push_back(params[m].grad());
+        for (const auto& g : grads) et::detail::note_stream_uses(g);  // not reused before the all-reduce ends
+        dist::detail::run_collective("a DistributedDataParallel bucket", pg, [&](ncclComm_t c, cudaStream_t s) {
+          ET_NCCL_CHECK(ncclGroupStart());
+          for (const auto& g : grads)
+            ET_NCCL_CHECK(ncclAllReduce(g.data(), g.data(), std::size_t(g.numel()), dist::detail::nccl_type<T>(),
+                                        ncclAvg, c, s));
+          ET_NCCL_CHECK(ncclGroupEnd());
+        });
+      }
+      if (++launched == buckets.size()) {  // the backward's last bucket: step() reads after it
+        done.record(comm);
+        current_stream(D{}).wait(done);
+        reset();
+      }
+    }
+
+    void reset() {
+      launched = 0;
+      std::fill(seen.begin(), seen.end(), char(0));
+      for (auto& b : buckets) b.ready = 0;
+    }
+
+    /// Throws when the last synchronized backward left a bucket unreduced.
+    void check_finished() {
+      std::string missing;
+      bool any = false;
+      for (std::size_t k = 0; k != seen.size(); ++k) {
+        any = any || seen[k];
+        if (!seen[k]) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
+      }
+      if (!any) return;
+      reset();
+      throw Error("et: DistributedDataParallel: the last backward gave no gradient to parameter(s) " + missing +
+                  " (in parameters() order), so their buckets were never averaged; every parameter must take part "
+                  "in every backward");
+    }
+  };
+
+  M* module_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace et::nn
