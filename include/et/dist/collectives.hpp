@@ -74,6 +74,21 @@ void check_operand(const char* what, const char* name, const Tensor<T, R, Cuda<I
                 format_shape(t.shape()) + " and strides " + format_shape(t.strides()) + "; pass t.contiguous()");
 }
 
+/// Checks both operands, then that `whole` is size() tensors of `part`'s shape stacked
+/// along axis 0 (all_gather's output, reduce_scatter's input).
+template <class T, int R, int I>
+void check_stacked(const char* what, const char* whole_name, const Tensor<T, R, Cuda<I>>& whole,
+                   const char* part_name, const Tensor<T, R, Cuda<I>>& part, const ProcessGroup& pg) {
+  check_operand(what, whole_name, whole, pg);
+  check_operand(what, part_name, part, pg);
+  auto want = part.shape();
+  want[0] *= pg.size();
+  if (whole.shape() != want)
+    throw ShapeError(std::string("et: dist::") + what + ": the " + whole_name + " has shape " +
+                     format_shape(whole.shape()) + "; " + std::to_string(pg.size()) + " ranks' " + part_name +
+                     "s of shape " + format_shape(part.shape()) + " need " + format_shape(want));
+}
+
 /// With check_shapes: every rank's `mine` (element type, shapes, arguments) compared with
 /// rank 0's; et::ShapeError on every rank when one differs.
 inline void agree(const char* what, const std::string& mine, const ProcessGroup& pg) {
@@ -134,13 +149,7 @@ void broadcast(Tensor<T, R, Cuda<I>>& t, int root, const ProcessGroup& pg) {
 template <class T, int R, int I>
 void all_gather(Tensor<T, R, Cuda<I>>& out, const Tensor<T, R, Cuda<I>>& t, const ProcessGroup& pg) {
   static_assert(R >= 1, "et: dist::all_gather gathers along axis 0: give it tensors of rank 1 or more");
-  detail::check_operand("all_gather", "input", t, pg);
-  detail::check_operand("all_gather", "output", out, pg);
-  auto want = t.shape();
-  want[0] *= pg.size();
-  if (out.shape() != want)
-    throw ShapeError("et: dist::all_gather: the output has shape " + format_shape(out.shape()) + "; " +
-                     std::to_string(pg.size()) + " ranks' " + format_shape(t.shape()) + " need " + format_shape(want));
+  detail::check_stacked("all_gather", "output", out, "input", t, pg);
   detail::agree("all_gather", detail::describe(t), pg);
   if (t.numel() == 0) return;
   detail::run_collective("all_gather", pg, [&](ncclComm_t comm, cudaStream_t stream) {
@@ -154,14 +163,7 @@ template <class T, int R, int I>
 void reduce_scatter(Tensor<T, R, Cuda<I>>& out, const Tensor<T, R, Cuda<I>>& t, const ProcessGroup& pg,
                     ReduceOp op = ReduceOp::sum) {
   static_assert(R >= 1, "et: dist::reduce_scatter splits along axis 0: give it tensors of rank 1 or more");
-  detail::check_operand("reduce_scatter", "input", t, pg);
-  detail::check_operand("reduce_scatter", "output", out, pg);
-  auto want = out.shape();
-  want[0] *= pg.size();
-  if (t.shape() != want)
-    throw ShapeError("et: dist::reduce_scatter: the input has shape " + format_shape(t.shape()) + "; an output of " +
-                     format_shape(out.shape()) + " on " + std::to_string(pg.size()) + " ranks needs " +
-                     format_shape(want));
+  detail::check_stacked("reduce_scatter", "input", t, "output", out, pg);
   detail::agree("reduce_scatter", detail::describe(t) + " op " + std::to_string(int(op)), pg);
   if (out.numel() == 0) return;
   detail::run_collective("reduce_scatter", pg, [&](ncclComm_t comm, cudaStream_t stream) {

@@ -42,7 +42,7 @@
 #define ET_NCCL_CHECK(call)                                                                              \
   do {                                                                                                   \
     const ncclResult_t et_nccl_status_ = (call);                                                         \
-    if (et_nccl_status_ != ncclSuccess && et_nccl_status_ != ncclInProgress)                             \
+    if (et_nccl_status_ != ncclSuccess)                                                                  \
       throw ::et::Error(std::string("et: NCCL call ") + #call + " failed: " +                             \
                         ncclGetErrorString(et_nccl_status_) + " (" + ncclGetLastError(nullptr) + ") at " + \
                         __FILE__ + ":" + std::to_string(__LINE__));                                      \

@@ -95,17 +95,20 @@ class DistributedDataParallel {
     return out;
   }
 
+ private:
+  struct State;
+
+ public:
   /// While the guard lives, backward() only accumulates the gradients locally.
   class NoSync {
    public:
-    explicit NoSync(std::shared_ptr<void> state) : state_(std::move(state)) { get().sync = false; }
+    explicit NoSync(std::shared_ptr<State> state) : state_(std::move(state)) { state_->sync = false; }
     NoSync(const NoSync&) = delete;
     NoSync& operator=(const NoSync&) = delete;
-    ~NoSync() { get().sync = true; }
+    ~NoSync() { state_->sync = true; }
 
    private:
-    auto& get() { return *static_cast<State*>(state_.get()); }
-    std::shared_ptr<void> state_;
+    std::shared_ptr<State> state_;
   };
   [[nodiscard]] NoSync no_sync() { return NoSync(state_); }
 
