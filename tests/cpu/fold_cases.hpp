@@ -46,7 +46,7 @@ void check_scaled_gemm() {
           want.scale[e] = std::fabs(alpha) * product.scale[e] + std::fabs(beta * c);
         }
         CAPTURE(k, transposed, alpha, beta);
-        et::detail::run_gemm(a, b, out, et::MathMode::exact, et::detail::GemmEpilogue::none, nullptr,
+        et::detail::run_gemm(a, b, out, et::MathMode::exact, et::detail::GemmEpilogue::none, {},
                              et::detail::GemmScale{alpha, beta});
         check_product(out.to_vector(), want, product_tolerance<T>());
       }

@@ -366,8 +366,9 @@ TEST_CASE("CUDA matmul errors: shapes name both, cuBLAS failures name the status
   const auto out = et::empty<float>(et::cuda<0>, {8, 8});
   problem.c = {out.data(), {true, 8}, 0};
   auto refused = [&] {
-    const float* no_bias = nullptr;
-    (void)gemm(et::detail::backend<et::Cuda<0>>, problem, et::MathMode::exact, et::detail::GemmEpilogue::none, no_bias);
+    const et::detail::EpilogueBuffers<float> no_buffers;
+    (void)gemm(et::detail::backend<et::Cuda<0>>, problem, et::MathMode::exact, et::detail::GemmEpilogue::none,
+               no_buffers);
   };
   CHECK_THROWS_AS(refused(), et::Error);
   CHECK_THROWS_WITH(refused(), Contains("CUBLAS_STATUS_"));

@@ -66,7 +66,7 @@ std::optional<FoldedUpdate> fold_offer(const Needs& needs, std::size_t k, const 
 
 template <class In, class L, class Rt>
 void fold_product(const FoldedUpdate& update, const In& input, const L& l, const Rt& r, MathMode mode) {
-  run_gemm(l, r, input, mode, GemmEpilogue::none, nullptr, GemmScale{update.alpha, update.beta});
+  run_gemm(l, r, input, mode, GemmEpilogue::none, {}, GemmScale{update.alpha, update.beta});
   update.done();
 }
 

@@ -55,13 +55,48 @@ struct GemmProblem {
   GemmScale scale;
 };
 
-/// What a CUDA GEMM applies to its float32 result before rounding it to the output type:
-/// a bias vector of length n added to every row, then ReLU or GELU (cuBLASLt epilogues).
-enum class GemmEpilogue { none, bias, relu, relu_bias, gelu, gelu_bias };
+/// What a CUDA GEMM applies to its float32 result before rounding it to the output type
+/// (cuBLASLt epilogues), for a row-major result c (m x n) unless said otherwise:
+/// - bias, relu, relu_bias, gelu, gelu_bias: a bias vector of length n added to every row,
+///   then ReLU or GELU (tanh form);
+/// - gelu_aux, gelu_aux_bias: the same, also writing the activation's input into the aux
+///   matrix (for the derivative);
+/// - dgelu, dgelu_bgrad: c = the product times GELU's derivative at aux (a forward's
+///   gelu_aux* over a result of c's shape); _bgrad also writes the bias gradient, c summed
+///   over its rows (n elements), into the bias vector;
+/// - bgrad_left, bgrad_right: the plain product, and into the bias vector the left operand
+///   summed over k (m elements) or the right one summed over k (n elements); these allow a
+///   result of either layout.
+enum class GemmEpilogue {
+  none, bias, relu, relu_bias, gelu, gelu_bias,
+  gelu_aux, gelu_aux_bias, dgelu, dgelu_bgrad, bgrad_left, bgrad_right
+};
 
+/// Reads a bias vector.
 inline constexpr bool has_bias(GemmEpilogue epilogue) {
-  return epilogue == GemmEpilogue::bias || epilogue == GemmEpilogue::relu_bias || epilogue == GemmEpilogue::gelu_bias;
+  using enum GemmEpilogue;
+  return epilogue == bias || epilogue == relu_bias || epilogue == gelu_bias || epilogue == gelu_aux_bias;
 }
+/// Writes a bias gradient into the bias vector.
+inline constexpr bool writes_bias_gradient(GemmEpilogue epilogue) {
+  using enum GemmEpilogue;
+  return epilogue == dgelu_bgrad || epilogue == bgrad_left || epilogue == bgrad_right;
+}
+/// Writes (forward) or reads (derivative) the aux matrix.
+inline constexpr bool uses_aux(GemmEpilogue epilogue) {
+  using enum GemmEpilogue;
+  return epilogue == gelu_aux || epilogue == gelu_aux_bias || epilogue == dgelu || epilogue == dgelu_bgrad;
+}
+
+/// The buffers an epilogue reads or writes besides the result: the bias vector (read, or
+/// written by the bgrad kinds), and the aux matrix, laid out as the result is in memory: element (i, j) of an m x n result at i * aux_ld + j, aux_ld a multiple of 8
+/// (cuBLASLt's rule for GELU's input, in elements of the result's type).
+template <class T>
+struct EpilogueBuffers {
+  T* bias = nullptr;
+  void* aux = nullptr;
+  std::int64_t aux_ld = 0;
+};
 
 /// Folds the batch of c[i] = a[i] @ b into one product when the a[i] and c[i] follow each
 /// other row after row: then [batch * m, k] @ [k, n] is the same product in one call

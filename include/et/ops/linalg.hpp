@@ -190,14 +190,17 @@ GemmProblem gemm_problem(const Tensor<T, RA, D>& a, const Tensor<T, RB, D>& b, c
 
 /// out = a @ b as one GEMM (with `epilogue` applied on CUDA), or with `scale`, out =
 /// alpha * a @ b + beta * out. Preconditions: out has the product's shape and a BLAS layout
-/// (matrix_view), shares no storage with a, b or bias, and has no overlapping elements.
-/// Returns false, having done nothing, only when an epilogue was asked for and the library
-/// cannot apply it.
+/// (matrix_view), shares no storage with a, b or the epilogue's buffers, and has no
+/// overlapping elements. Returns false, having done nothing, only when an epilogue was asked
+/// for and the backend cannot apply it (GemmEpilogue says what each writes).
 template <class T, int RA, int RB, int RC, class D>
 bool run_gemm(const Tensor<T, RA, D>& a_in, const Tensor<T, RB, D>& b_in, const Tensor<T, RC, D>& out,
-              MathMode mode, GemmEpilogue epilogue = GemmEpilogue::none,
-              const std::type_identity_t<T>* bias = nullptr, GemmScale scale = {}) {
-  if (out.numel() == 0) return true;
+              MathMode mode, GemmEpilogue epilogue = GemmEpilogue::none, EpilogueBuffers<T> buffers = {},
+              GemmScale scale = {}) {
+  if constexpr (!backend_t<D>::fuses_gemm_epilogues) {
+    if (epilogue != GemmEpilogue::none) return false;
+  }
+  if (out.numel() == 0) return !writes_bias_gradient(epilogue);  // a bias gradient may still have elements
   if (a_in.shape()[RA - 1] == 0) {  // an empty sum (a BLAS may refuse k = 0): beta * out
     if (epilogue != GemmEpilogue::none) return false;
     Tensor<T, RC, D> target = out;
@@ -210,7 +213,7 @@ bool run_gemm(const Tensor<T, RA, D>& a_in, const Tensor<T, RB, D>& b_in, const 
     const auto a = eval(cast<float>(a_in));
     const auto b = eval(cast<float>(b_in));
     const auto product = scale.beta == 0 ? Tensor<float, RC, D>::allocate(out.shape()) : eval(cast<float>(out));
-    run_gemm(a, b, product, mode, GemmEpilogue::none, nullptr, scale);
+    run_gemm(a, b, product, mode, GemmEpilogue::none, {}, scale);
     Tensor<T, RC, D> target = out;
     assign(target, product);
     return true;
@@ -220,7 +223,7 @@ bool run_gemm(const Tensor<T, RA, D>& a_in, const Tensor<T, RB, D>& b_in, const 
     note_stream_uses(a, b, out);
     GemmProblem problem = gemm_problem(a, b, out);
     problem.scale = scale;
-    return gemm(backend<D>, problem, mode, epilogue, bias);  // backend/backend.hpp
+    return gemm(backend<D>, problem, mode, epilogue, buffers);  // backend/backend.hpp
   }
 }
 
@@ -363,17 +366,17 @@ bool try_fused_epilogue(const Tensor<T, R, D>& dst, const E& expr) {
       return false;
     } else {
       if (node.shape() != dst.shape()) return false;
-      const T* bias = nullptr;
+      EpilogueBuffers<T> buffers;
       if constexpr (Pattern::has_bias) {
         const auto& vector = Pattern::bias(expr);
         if constexpr (!std::is_same_v<typename std::remove_cvref_t<decltype(vector)>::value_type, T>) {
           return false;
         } else {
           if (vector.size(0) != dst.shape()[R - 1] || (vector.strides()[0] != 1 && vector.size(0) != 1)) return false;
-          bias = vector.data();
+          buffers.bias = vector.data();
         }
       }
-      return run_gemm(node.lhs(), node.rhs(), dst, node.math_mode(), Pattern::epilogue, bias);
+      return run_gemm(node.lhs(), node.rhs(), dst, node.math_mode(), Pattern::epilogue, buffers);
     }
   }
 }

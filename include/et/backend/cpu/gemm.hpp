@@ -48,7 +48,7 @@ inline constexpr std::int64_t small_product = std::int64_t{1} << 18;
 /// epilogue is asked for: Eigen has none (Backend::fuses_gemm_epilogues), the caller adds
 /// it separately.
 template <class T>
-bool gemm(Backend, const GemmProblem& p, MathMode, GemmEpilogue epilogue, const T* /*bias*/) {
+bool gemm(Backend, const GemmProblem& p, MathMode, GemmEpilogue epilogue, const EpilogueBuffers<T>&) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "et: the CPU GEMM takes float or double");
   if (epilogue != GemmEpilogue::none) return false;
   with_storage_order(p.a.layout, [&](auto a_order) {

@@ -148,13 +148,22 @@ cublasComputeType_t compute_type(MathMode mode) {
   }
 }
 
-inline cublasLtEpilogue_t lt_epilogue(GemmEpilogue epilogue) {
+/// The cuBLASLt epilogue; `rows_are_result_columns` (the library's D is the result's
+/// transpose) decides which library operand the bgrad kinds reduce.
+inline cublasLtEpilogue_t lt_epilogue(GemmEpilogue epilogue, bool rows_are_result_columns) {
   switch (epilogue) {
     case GemmEpilogue::bias: return CUBLASLT_EPILOGUE_BIAS;
     case GemmEpilogue::relu: return CUBLASLT_EPILOGUE_RELU;
     case GemmEpilogue::relu_bias: return CUBLASLT_EPILOGUE_RELU_BIAS;
     case GemmEpilogue::gelu: return CUBLASLT_EPILOGUE_GELU;
     case GemmEpilogue::gelu_bias: return CUBLASLT_EPILOGUE_GELU_BIAS;
+    case GemmEpilogue::gelu_aux: return CUBLASLT_EPILOGUE_GELU_AUX;
+    case GemmEpilogue::gelu_aux_bias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case GemmEpilogue::dgelu: return CUBLASLT_EPILOGUE_DGELU;
+    case GemmEpilogue::dgelu_bgrad: return CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    // The library's A is our right operand when D is the result's transpose.
+    case GemmEpilogue::bgrad_left: return rows_are_result_columns ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_BGRADA;
+    case GemmEpilogue::bgrad_right: return rows_are_result_columns ? CUBLASLT_EPILOGUE_BGRADA : CUBLASLT_EPILOGUE_BGRADB;
     case GemmEpilogue::none: break;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
@@ -175,7 +184,8 @@ struct AlgorithmKey {
   int data_type = 0, compute_type = 0, epilogue = 0, op_a = 0, op_b = 0;
   std::int64_t m = 0, n = 0, k = 0, batch = 0;
   std::int64_t ld_a = 0, ld_b = 0, ld_c = 0, stride_a = 0, stride_b = 0, stride_c = 0;
-  std::uint32_t align_a = 0, align_b = 0, align_c = 0, align_bias = 0;
+  std::uint32_t align_a = 0, align_b = 0, align_c = 0, align_bias = 0, align_aux = 0;
+  std::int64_t ld_aux = 0;
   auto operator<=>(const AlgorithmKey&) const = default;
 };
 
@@ -228,16 +238,20 @@ std::optional<cublasLtMatmulAlgo_t> cached_algorithm(const AlgorithmKey& key, As
 }
 
 /// c[i] = alpha * a[i] @ b[i] + beta * c[i] (gemm_problem.hpp) on device I's current
-/// stream, with `epilogue` applied in float before rounding to T (bias: a device vector of
-/// n elements of type T). Returns false, having queued nothing, when an epilogue was asked
-/// for and cuBLASLt has no algorithm with it (or the result is column-major, along which a
-/// bias cannot run): the caller then computes the product and the epilogue separately. Throws et::Error naming
-/// the cuBLAS status if a call fails.
+/// stream, with `epilogue` applied in float before rounding to T (its bias and aux in
+/// `buffers`: device memory, bias vectors of type T). Returns false, having queued nothing,
+/// when an epilogue was asked for and cuBLASLt has no algorithm with it, or the result is
+/// laid out so that it cannot apply (a bias or aux runs along the library's D, so all but
+/// the bgrad_* kinds need a row-major result, and aux one matrix): the caller then
+/// computes the product and the epilogue separately. Throws et::Error naming the cuBLAS
+/// status if a call fails.
 template <int I, class T>
-bool gemm(Backend<I>, const GemmProblem& p, MathMode mode, GemmEpilogue epilogue, const T* bias) {
+bool gemm(Backend<I>, const GemmProblem& p, MathMode mode, GemmEpilogue epilogue, const EpilogueBuffers<T>& buffers) {
   constexpr int device = I;
   const ColumnMajorGemm g = column_major(p);
-  if (has_bias(epilogue) && !g.rows_are_result_columns) return false;  // the bias runs along D's rows
+  const bool along_d_rows = has_bias(epilogue) || uses_aux(epilogue);  // dgelu_bgrad uses aux
+  if (along_d_rows && !g.rows_are_result_columns) return false;  // the bias (and aux) run along D's rows
+  if (uses_aux(epilogue) && g.batch != 1) return false;
   if (g.batch > INT_MAX)
     throw Error("et: matmul: a batch of " + std::to_string(g.batch) + " products is more than cuBLAS takes (2^31 - 1)");
   const cublasOperation_t op_a = g.a.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -259,12 +273,16 @@ bool gemm(Backend<I>, const GemmProblem& p, MathMode mode, GemmEpilogue epilogue
   set_attribute(raw_desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
   set_attribute(raw_desc, CUBLASLT_MATMUL_DESC_TRANSB, op_b);
   if (epilogue != GemmEpilogue::none) {
-    set_attribute(raw_desc, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(epilogue));
-    if (has_bias(epilogue)) {
-      const void* bias_pointer = bias;
-      set_attribute(raw_desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_pointer);
+    set_attribute(raw_desc, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(epilogue, g.rows_are_result_columns));
+    if (has_bias(epilogue) || writes_bias_gradient(epilogue)) {
+      const void* bias = buffers.bias;
+      set_attribute(raw_desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
       // The same bias for every matrix of a batch (also cuBLASLt's default).
       set_attribute(raw_desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, std::int64_t{0});
+    }
+    if (uses_aux(epilogue)) {
+      set_attribute(raw_desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, buffers.aux);
+      set_attribute(raw_desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, buffers.aux_ld);
     }
   }
   const MatrixLayout a_layout = make_layout(type, g.a.rows, g.a.cols, g.a.ld, g.batch, g.a.batch_stride);
@@ -285,7 +303,9 @@ bool gemm(Backend<I>, const GemmProblem& p, MathMode mode, GemmEpilogue epilogue
   key.align_a = alignment_bytes(g.a.data, g.batch > 1 ? g.a.batch_stride * element : 0);
   key.align_b = alignment_bytes(g.b.data, g.batch > 1 ? g.b.batch_stride * element : 0);
   key.align_c = alignment_bytes(g.d, g.batch > 1 ? g.batch_stride_d * element : 0);
-  key.align_bias = has_bias(epilogue) ? alignment_bytes(bias, 0) : 0;
+  key.align_bias = has_bias(epilogue) || writes_bias_gradient(epilogue) ? alignment_bytes(buffers.bias, 0) : 0;
+  key.align_aux = uses_aux(epilogue) ? alignment_bytes(buffers.aux, 0) : 0;
+  key.ld_aux = uses_aux(epilogue) ? buffers.aux_ld : 0;
 
   const auto algorithm = cached_algorithm(key, [&]() -> std::optional<cublasLtMatmulAlgo_t> {
     cublasLtMatmulPreference_t raw_preference = nullptr;
