@@ -12,6 +12,7 @@
 #include "et/expr/assign.hpp"
 
 #include "et/autograd/linalg.hpp"
+#include "et/autograd/linear.hpp"
 #include "et/core.hpp"
 #include "et/ops/linalg.hpp"
 #include "et/ops/nn.hpp"

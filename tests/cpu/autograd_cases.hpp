@@ -125,6 +125,56 @@ void check_view_gradients() {
                x);
 }
 
+/// Linear layers, each one recorded node (autograd/linear.hpp): every combination of bias
+/// and activation, the weight laid out as Linear's, a bias broadcast from one element, empty
+/// and k = 0 products, an input that needs no gradient, and stacks of layers (where on CUDA
+/// a layer's input-gradient GEMM applies the layer below's derivative), one of them with a
+/// hidden output read by two layers.
+template <class D>
+void check_linear_gradients() {
+  auto x = grad_input(S2{4, 3}, 71);
+  const auto w = grad_input(S2{3, 5}, 72), wt = grad_input(S2{5, 3}, 73);
+  const auto b = grad_input(S1{5}, 74);
+  gradcheck<D>("gelu_tanh(x @ w^T + b)",
+               [](const auto& x, const auto& w, const auto& b) {
+                 return et::eval(et::gelu_tanh(et::matmul(x, w.transpose(0, 1)) + b));
+               },
+               x, wt, b);
+  gradcheck<D>("x @ w^T + b", [](const auto& x, const auto& w, const auto& b) { return et::eval(et::matmul(x, w.transpose(0, 1)) + b); },
+               x, wt, b);
+  gradcheck<D>("b + x @ w", [](const auto& x, const auto& w, const auto& b) { return et::eval(b + et::matmul(x, w)); }, x, w, b);
+  gradcheck<D>("relu(x @ w)", [](const auto& x, const auto& w) { return et::eval(et::relu(et::matmul(x, w))); }, x, w);
+  gradcheck<D>("gelu_tanh(x @ w)", [](const auto& x, const auto& w) { return et::eval(et::gelu_tanh(et::matmul(x, w))); }, x,
+               w);
+  gradcheck<D>("relu(x @ w + b), b of one element",
+               [](const auto& x, const auto& w, const auto& b) { return et::eval(et::relu(et::matmul(x, w) + b)); }, x,
+               w, grad_input(S1{1}, 75));
+  gradcheck<D>("relu(x @ w + b), no rows",
+               [](const auto& x, const auto& w, const auto& b) { return et::eval(et::relu(et::matmul(x, w) + b)); },
+               grad_input(S2{0, 3}, 76), w, b);
+  gradcheck<D>("relu(x @ w + b), k = 0",
+               [](const auto& x, const auto& w, const auto& b) { return et::eval(et::relu(et::matmul(x, w) + b)); },
+               grad_input(S2{4, 0}, 77), grad_input(S2{0, 5}, 78), b);
+  auto stack = [](const auto& x, const auto& w1, const auto& b1, const auto& w2, const auto& b2) {
+    const auto h = et::eval(et::relu(et::matmul(x, w1) + b1));
+    const auto y = et::eval(et::gelu_tanh(et::matmul(h, w2.transpose(0, 1)) + b2));
+    return et::eval(et::relu(et::matmul(y, w2) + b1));  // w2 and b1 used twice
+  };
+  const auto w2 = grad_input(S2{3, 5}, 79);
+  const auto b2 = grad_input(S1{3}, 80);
+  gradcheck<D>("a stack of three layers", stack, x, w, b, w2, b2);
+  x.requires_grad = false;
+  gradcheck<D>("a stack of three layers, x needing no gradient", stack, x, w, b, w2, b2);
+  gradcheck<D>("a hidden output read by two layers",
+               [](const auto& x, const auto& w, const auto& b, const auto& w2) {
+                 const auto h = et::eval(et::relu(et::matmul(x, w) + b));
+                 const auto y = et::eval(et::relu(et::matmul(h, w2.transpose(0, 1))));
+                 const auto z = et::eval(et::matmul(h, w2.transpose(0, 1)) + 1.0);
+                 return et::eval(y * 2.0 + z);
+               },
+               grad_input(S2{4, 3}, 81), w, b, w);
+}
+
 template <class D>
 void check_matmul_gradients() {
   gradcheck<D>("matmul", [](const auto& a, const auto& b) { return et::eval(et::matmul(a, b)); },

@@ -25,7 +25,37 @@ TEST_CASE("gradients through broadcasting, views inside expressions, empty tenso
 TEST_CASE("gradients of reductions (CPU)", "[autograd]") { test::check_reduction_gradients<Cpu>(); }
 TEST_CASE("gradients of views and copies (CPU)", "[autograd]") { test::check_view_gradients<Cpu>(); }
 TEST_CASE("gradients of matmul (CPU)", "[autograd]") { test::check_matmul_gradients<Cpu>(); }
+TEST_CASE("gradients of linear layers (CPU)", "[autograd]") { test::check_linear_gradients<Cpu>(); }
 TEST_CASE("gradients of conv2d and pooling (CPU)", "[autograd]") { test::check_nn_gradients<Cpu>(); }
+
+TEST_CASE("a linear layer act(x @ w + b) is one recorded node, which notices its output written in place",
+          "[autograd]") {
+  auto x = et::rand<double>(et::cpu, {4, 3}, 1), w = et::rand<double>(et::cpu, {3, 5}, 2);
+  auto b = et::rand<double>(et::cpu, {5}, 3);
+  w.requires_grad_(true);
+  b.requires_grad_(true);
+  et::Tensor<double, 2, Cpu> h = et::relu(et::matmul(x, w) + b);
+  CHECK(dynamic_cast<et::detail::LinearBackward<double, Cpu>*>(h.autograd_meta()->grad_fn.get()) != nullptr);
+  {
+    et::NoGradGuard no_grad;
+    h += 1.0;  // the ReLU derivative reads the output's sign
+  }
+  CHECK_THROWS_WITH(h.backward(et::ones<double>(et::cpu, {4, 5})),
+                    Catch::Contains("linear layer relu(matmul + bias)") && Catch::Contains("modified in place"));
+  // Written into an existing tensor, the same expression takes the general path (a product
+  // node and an elementwise one), with the same gradients.
+  const et::Tensor<double, 2, Cpu> fresh = et::relu(et::matmul(x, w) + b);
+  et::sum(fresh).backward();
+  const auto want_w = w.grad().clone();
+  const auto want_b = b.grad().clone();
+  w.zero_grad(), b.zero_grad();
+  et::Tensor<double, 2, Cpu> existing = et::zeros<double>(et::cpu, {4, 5});
+  existing = et::relu(et::matmul(x, w) + b);
+  CHECK(dynamic_cast<et::detail::LinearBackward<double, Cpu>*>(existing.autograd_meta()->grad_fn.get()) == nullptr);
+  et::sum(existing).backward();
+  CHECK(et::max(et::abs(w.grad() - want_w)).item() < 1e-12);
+  CHECK(et::max(et::abs(b.grad() - want_b)).item() < 1e-12);
+}
 
 TEST_CASE("ties and zeros follow PyTorch's conventions", "[autograd]") {
   auto x = et::from_vector(et::cpu, std::vector<double>{1, 3, 3, 2}, {4});

@@ -19,9 +19,12 @@
 
 namespace et::detail {
 
-// Defined in autograd/linalg.hpp (matmul nodes exist only where ops/linalg.hpp is included).
+// Defined in autograd/linalg.hpp and autograd/linear.hpp (matmul nodes exist only where
+// ops/linalg.hpp is included).
 template <class T, int R, class D, class A, class B>
 void record_matmul(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product);
+template <class T, int R, class D, class E>
+bool record_linear(Tensor<T, R, D>& dst, const E& expr);
 
 /// How a gradient over the index space `shape` is summed down to an operand of shape
 /// `to` broadcast into it: the kept axes first, then the summed ones, so that one
@@ -245,7 +248,8 @@ void assign_recorded(Tensor<T, Rank, D>& dst, const E& expr) {
   } else if constexpr (is_matmul_v<E>) {
     record_matmul(dst, expr);
   } else if constexpr (contains_matmul_v<E>) {
-    assign(dst, lower_recorded(expr));  // autograd/linalg.hpp: each product a recorded GEMM
+    if (record_linear(dst, expr)) return;  // act(matmul(a, w) + bias): one node (autograd/linear.hpp)
+    assign(dst, lower_recorded(expr));     // autograd/linalg.hpp: each product a recorded GEMM
   } else if constexpr (tree_ops_v<E> > sharing_threshold) {
     throw_large_expression<E>();  // checked first: its tree is never built as a type
   } else if constexpr (!fits_gradient_kernel<T, Rank, D, E>()) {
