@@ -9,6 +9,7 @@
 //   mlp3 fwd+bwd      h1 = relu(matmul(x, w1) + b1); h2 = relu(matmul(h1, w2) + b2);
 //                     out = matmul(h2, w3) + b3; mean(out * out).backward(); x [256, 4096] (no
 //                     grad), w_k [4096, 4096], b_k [4096]; float32, MathMode::exact (no TF32).
+//   mlp3 tf32 ...     the same under et::MathModeGuard(MathMode::tf32) (PyTorch: TF32 allowed).
 //   tiny recorded     1000 dependent y = y * 1.0001f + 0.5f on 1024 floats, each into a new tensor
 //                     (1000 nodes): HOST microseconds per op, spans ending with et::synchronize;
 //                     "bwd": et::sum(y).backward() through them, per node; "tiny no-grad fwd":
@@ -26,13 +27,14 @@
 //                  B/element), bwd x, y, w, g in + 3 gradients out (28 B/element), both 44. Work
 //                  beyond that shows as a ratio below 1.
 //   mlp3           the same forward and backward written by hand with etensor under NoGradGuard
-//                  (the same GEMMs; bias + ReLU in the forward GEMMs' epilogue, the masks fused
-//                  into the backward's): what recording costs.
+//                  (the same GEMMs; bias + ReLU in the forward GEMMs' epilogue, the masks applied
+//                  by elementwise passes, the bias gradients by sums): no longer a floor since
+//                  the recorded layers fuse those into their GEMMs (autograd/linear.hpp).
 //   tiny recorded  the same loop under NoGradGuard: one unrecorded op (one launch) per op or node.
 // Checks: chain10's z and gradients against a plain one-thread-per-element kernel (1e-5 of
 // max(|ref|, 1)); mlp3's six gradients against the hand-written backward (max |diff| / max
 // |ref| <= 1e-4; x, w odd integers in [-3, 3], b half-integers: the forward is exact in float32
-// in any order, so no ReLU mask differs); tiny: y against the recurrence in double (1e-4: 1000
+// in any order, so no ReLU mask differs; TF32: 5e-2, inputs rounded to 10-bit mantissas); tiny: y against the recurrence in double (1e-4: 1000
 // dependent roundings), x.grad() against 1.0001f^1000 multiplied out in float.
 // Timing: GPU rows, a CUDA event pair around every repetition after warm-up (mlp3: after one
 // second of the same work, as et_bench_gemm), median; tiny rows, steady_clock spans, median.
@@ -148,7 +150,8 @@ class Autograd {
     launch_floor_us_ = median_us([] { empty_kernel<<<1, 1, 0, bench::stream()>>>(); }, 3, reps_);
     std::printf("empty kernel launch (event pair around one launch): %.2f us\n", launch_floor_us_);
     chain(std::int64_t{1} << log2_);
-    mlp();
+    mlp(et::MathMode::exact);
+    mlp(et::MathMode::tf32);
     tiny<Gpu>("tiny");
     tiny<et::Cpu>("tiny cpu");
     return report(json_path, device);
@@ -219,7 +222,9 @@ class Autograd {
     }
   }
 
-  void mlp() {
+  void mlp(et::MathMode mode) {
+    const et::MathModeGuard math(mode);  // every product built in this scope (the lambdas run in it)
+    const bool tf32 = mode == et::MathMode::tf32;
     const Matrix x = odd_integers(mlp_batch, mlp_width, 31);
     const Matrix w1 = odd_integers(mlp_width, mlp_width, 32), w2 = odd_integers(mlp_width, mlp_width, 33),
                  w3 = odd_integers(mlp_width, mlp_width, 34);
@@ -252,20 +257,20 @@ class Autograd {
       return Grads{et::matmul(x.transpose(0, 1), d1), et::matmul(h1.transpose(0, 1), d2),
                    et::matmul(h2.transpose(0, 1), d3), et::sum(d1, 0), et::sum(d2, 0), et::sum(d3, 0)};
     };
-    Row row{"mlp3 fwd+bwd", "256x4096 x3", mlp_batch * mlp_width, 0};
+    Row row{tf32 ? "mlp3 tf32 fwd+bwd" : "mlp3 fwd+bwd", "256x4096 x3", mlp_batch * mlp_width, 0};
     autograd();
     const Grads want = by_hand();
     add_relative(row.check, lw1.grad(), want.w1), add_relative(row.check, lw2.grad(), want.w2);
     add_relative(row.check, lw3.grad(), want.w3), add_relative(row.check, lb1.grad(), want.b1);
     add_relative(row.check, lb2.grad(), want.b2), add_relative(row.check, lb3.grad(), want.b3);
-    row.check.tolerance = 1e-4;
+    row.check.tolerance = tf32 ? 5e-2 : 1e-4;
     row.etensor_us = bench::steady_median_us(autograd, 1.0, reps_);
     row.limit_us = bench::steady_median_us(by_hand, 1.0, reps_);
     row.limit_kind = "manual backward";
     const double flops = 8 * 2.0 * double(mlp_batch) * double(mlp_width) * double(mlp_width);
     char note[160];
-    std::snprintf(note, sizeof note, "float32 exact; 8 GEMMs 256x4096x4096: %.1f TFLOP/s (manual %.1f)",
-                  flops / (row.etensor_us * 1e6), flops / (row.limit_us * 1e6));
+    std::snprintf(note, sizeof note, "float32 %s; 8 GEMMs 256x4096x4096: %.1f TFLOP/s (manual %.1f)",
+                  tf32 ? "TF32" : "exact", flops / (row.etensor_us * 1e6), flops / (row.limit_us * 1e6));
     row.note = note;
     add(row);
   }

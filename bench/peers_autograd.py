@@ -8,6 +8,7 @@
     mlp3 fwd+bwd       h1 = relu(addmm(b1, x, w1)); h2 = relu(addmm(b2, h1, w2)); out = addmm(b3, h2, w3);
                        (out * out).mean().backward(); x [256, 4096], w_k [4096, 4096], b_k [4096];
                        float32 with TF32 off (etensor's MathMode::exact)
+    mlp3 tf32 fwd+bwd  the same with TF32 allowed (etensor's MathMode::tf32)
     tiny recorded fwd  1000 dependent y = 0.5 + 1.0001 * y on 1024 floats (x requires grad), host
                        microseconds per op: eager torch.add(half, y, alpha=1.0001), one kernel and one
                        autograd node per op; torch.compile: the step compiled, one node per call
@@ -46,10 +47,10 @@ from peers import median_us, torch_timer  # noqa: E402  (event pairs, as every p
 from peers_gemm import median_us as steady_median_us, set_tf32  # noqa: E402
 from peers_suite import chain10, relative_error  # noqa: E402
 
-TOLERANCE = {"chain10": 1e-5, "mlp3": 1e-4, "tiny": 1e-4}
+TOLERANCE = {"chain10": 1e-5, "mlp3": 1e-4, "mlp3 tf32": 5e-2, "tiny": 1e-4}
 MLP_BATCH, MLP_WIDTH = 256, 4096
 TINY_ELEMENTS, TINY_OPS = 1024, 1000
-WORKLOADS = ("chain10", "mlp3", "tiny", "tiny_cpu")
+WORKLOADS = ("chain10", "mlp3", "mlp3_tf32", "tiny", "tiny_cpu")
 PEERS = ("torch eager", "torch.compile")
 
 
@@ -193,9 +194,10 @@ class Runner:
                              lambda grads=grads: check(grads), TOLERANCE["chain10"])
         state.clear()
 
-    def mlp3(self):
+    def mlp3(self, tf32=False):
         torch = self.torch
-        setting = set_tf32(torch, False)
+        setting = set_tf32(torch, tf32)
+        name = "mlp3 tf32" if tf32 else "mlp3"
         x = self.integers(4, MLP_BATCH, MLP_WIDTH) * 2 - 3
         params = []
         for _ in range(3):
@@ -225,10 +227,14 @@ class Runner:
                 state.clear()
                 state["leaves"] = [p.detach().requires_grad_() for p in params]
                 fn(x, *state["leaves"]).backward()
-            self.measure("mlp3 fwd+bwd", size, MLP_BATCH * MLP_WIDTH, peer, step,
-                         lambda step=step: steady_median_us(torch, step, 1.0, self.reps), check, TOLERANCE["mlp3"],
+            self.measure(f"{name} fwd+bwd", size, MLP_BATCH * MLP_WIDTH, peer, step,
+                         lambda step=step: steady_median_us(torch, step, 1.0, self.reps), check, TOLERANCE[name],
                          note=setting)
         state.clear()
+        set_tf32(torch, False)
+
+    def mlp3_tf32(self):
+        self.mlp3(tf32=True)
 
     def tiny(self, device="cuda", name="tiny"):
         torch = self.torch
