@@ -146,18 +146,16 @@ class LinearBackward final : public GradSink<T, 2, D> {
   /// same GEMM's epilogue where the backend can (else *db stays undefined).
   Matrix weight_gradient(const Matrix& dz, Vector* db) const {
     EpilogueBuffers<T> buffers;
-    Vector sum;
-    if (db) sum = Vector::allocate({dz.size(1)}), buffers.bias = sum.data();
+    Vector summed;
+    if (db) summed = Vector::allocate({dz.size(1)}), buffers.bias = summed.data();
     const bool transposed = transposed_layout(w_);  // w used as weight.transpose(0, 1)
     const Matrix dw = transposed ? Matrix::allocate({w_.size(1), w_.size(0)}) : Matrix::allocate(w_.shape());
-    // dz is the right operand of a^T dz, the left one of (dw^T =) dz^T a.
+    // dw = a^T dz, or (dw^T =) dz^T a: dz is the right operand, or the left one.
+    const Matrix l = transposed ? dz.transpose(0, 1) : a_.transpose(0, 1);
+    const Matrix r = transposed ? a_ : dz;
     const GemmEpilogue epilogue = !db ? GemmEpilogue::none : transposed ? GemmEpilogue::bgrad_left : GemmEpilogue::bgrad_right;
-    bool fused = false;
-    if (transposed) fused = run_gemm(dz.transpose(0, 1), a_, dw, mode_, epilogue, buffers);
-    else fused = run_gemm(a_.transpose(0, 1), dz, dw, mode_, epilogue, buffers);
-    if (!fused && transposed) run_gemm(dz.transpose(0, 1), a_, dw, mode_);
-    if (!fused && !transposed) run_gemm(a_.transpose(0, 1), dz, dw, mode_);
-    if (fused && db) *db = sum;
+    if (!run_gemm(l, r, dw, mode_, epilogue, buffers)) run_gemm(l, r, dw, mode_);
+    else if (db) *db = summed;
     return transposed ? dw.transpose(0, 1) : dw;
   }
 
