@@ -17,6 +17,7 @@
 #include "et/autograd/views.hpp"
 #include "et/config.hpp"
 #include "et/device.hpp"
+#include "et/device_set.hpp"
 #include "et/expr/assign.hpp"
 #include "et/expr/operators.hpp"
 #include "et/layout.hpp"

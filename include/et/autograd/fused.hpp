@@ -183,7 +183,15 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public GradSink<T, RO,
     auto send_one = [&](const auto& leaf) {
       const std::size_t me = l++;
       if (program.group[me] != static_cast<signed char>(me)) return;
-      (void)((Ls == me && (send(this->next[Ls], finish_sum(std::get<Ls>(staged), plans[Ls], leaf.shape())), true)) ||
+      // Typed as the leaf's sink: a Pinned leaf of a host expression (whose device is Cpu)
+      // gets its gradient in pinned memory.
+      using LeafDevice = typename std::remove_cvref_t<decltype(leaf)>::device_type;
+      auto typed = [](auto g) {
+        if constexpr (std::is_same_v<LeafDevice, D>) return g;
+        else return g.to(LeafDevice{});
+      };
+      (void)((Ls == me &&
+              (send(this->next[Ls], typed(finish_sum(std::get<Ls>(staged), plans[Ls], leaf.shape()))), true)) ||
              ...);
     };
     for_each_tree_tensor(*expr_, send_one);
