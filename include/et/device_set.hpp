@@ -149,10 +149,16 @@ struct DeviceSet {
 };
 
 /// The DeviceSet of CUDA devices 0 ... N-1.
+namespace detail {
+template <class Indices>
+struct first_cuda_devices;
+template <int... I>
+struct first_cuda_devices<std::integer_sequence<int, I...>> {
+  using type = DeviceSet<Cuda<I>...>;
+};
+}  // namespace detail
 template <int N>
-using FirstCudaDevices = decltype([]<int... I>(std::integer_sequence<int, I...>) {
-  return DeviceSet<Cuda<I>...>{};
-}(std::make_integer_sequence<int, N>{}));
+using FirstCudaDevices = typename detail::first_cuda_devices<std::make_integer_sequence<int, N>>::type;
 
 namespace detail {
 template <class R, int K, int Max, class F>

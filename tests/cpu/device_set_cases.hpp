@@ -108,16 +108,18 @@ void check_device_set_gradients() {
     return set.gather(mapped);
   };
   for (const std::int64_t n : {1, 3, 7}) gradcheck<D0>("scatter/gather", f, grad_input<2>({n, 3}, 90 + std::uint64_t(n)));
-  // Only one piece needs a gradient: the others send none.
-  const Set set;
-  auto x = et::from_vector(D0{}, random_values<double>(12, 5), {4, 3});
-  x.requires_grad_(true);
-  auto parts = set.scatter(x);
-  std::get<0>(parts) = std::get<0>(parts).detach();
-  et::sum(set.gather(parts)).backward();
-  std::vector<double> want(12, 1.0);
-  for (std::int64_t i = 0; i < Set::balanced(4)[0] * 3; ++i) want[std::size_t(i)] = 0.0;
-  CHECK(x.grad().to_vector() == want);
+  // One piece needs no gradient: it sends none.
+  if constexpr (Set::size() > 1) {
+    const Set set;
+    auto x = et::from_vector(D0{}, random_values<double>(12, 5), {4, 3});
+    x.requires_grad_(true);
+    auto parts = set.scatter(x);
+    std::get<0>(parts) = std::get<0>(parts).detach();
+    et::sum(set.gather(parts)).backward();
+    std::vector<double> want(12, 1.0);
+    for (std::int64_t i = 0; i < Set::balanced(4)[0] * 3; ++i) want[std::size_t(i)] = 0.0;
+    CHECK(x.grad().to_vector() == want);
+  }
 }
 
 }  // namespace test

@@ -57,6 +57,7 @@ class SGD : public Optimizer<SGD<T, D>, T, D> {
   friend Base;
 
  public:
+  using Options = SGDOptions;
   SGD(std::vector<Parameter<T, D>> params, SGDOptions options) : Base(std::move(params)), options_(options) {
     if (!(options.lr >= 0) || !(options.momentum >= 0) || !(options.weight_decay >= 0))
       throw Error("et: SGD needs lr, momentum and weight_decay >= 0");
@@ -140,6 +141,7 @@ class Adam : public Optimizer<Adam<T, D>, T, D> {
   friend Base;
 
  public:
+  using Options = AdamOptions;
   Adam(std::vector<Parameter<T, D>> params, AdamOptions options, bool decoupled = false)
       : Base(std::move(params)), options_(options), decoupled_(decoupled) {
     const auto [b1, b2] = options.betas;
@@ -212,6 +214,7 @@ struct AdamWOptions {
 template <class T, class D>
 class AdamW : public Adam<T, D> {
  public:
+  using Options = AdamWOptions;
   AdamW(std::vector<Parameter<T, D>> params, AdamWOptions o)
       : Adam<T, D>(std::move(params), AdamOptions{o.lr, o.betas, o.eps, o.weight_decay}, true) {}
 };
