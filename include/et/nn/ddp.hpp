@@ -143,6 +143,10 @@ class DistributedDataParallel {
 
     /// The bucket's gradients, complete on the current stream, averaged on `comm`.
     void launch(const Bucket& bucket) {
+      if (pg.size() == 1) {  // the average over one rank is the gradient: nothing to send or wait for
+        if (++launched == buckets.size()) reset();
+        return;
+      }
       ready.record(current_stream(D{}));
       comm.wait(ready);
       {
