@@ -1,0 +1,205 @@
+// Several GPUs (et/dist.hpp): NCCL collectives through et::dist beside NCCL called directly,
+// and FCN-S (examples/fcn_s.hpp, fp32, 64 rows per GPU) trained on several GPUs beside the
+// same step on one GPU. Two modes, as the work is laid out:
+//
+//   et_bench_multi_gpu one-process [--json PATH] [--reps N]
+//       one process seeing every GPU: FCN-S on GPU 0 alone (64 rows), then et::nn::DataParallel
+//       over every GPU seen (64 rows each), with dp.optimizer<SGD> (every replica steps) and
+//       with an SGD of the module alone (the replicas copied from GPU 0 at each forward).
+//   mpirun -np N et_bench_multi_gpu ranks [--json PATH] [--reps N]
+//       a process per GPU: et::dist::all_reduce of 1, 16 and 256 MB of floats (with the
+//       default shape check across ranks, and without) beside ncclAllReduce on the same
+//       communicator; FCN-S alone on each rank's GPU, then with DistributedDataParallel.
+//
+// Limits: an all-reduce's is NCCL's own call on the same data ("nccl direct"), and bus
+// bandwidth is reported as nccl-tests does (bytes * 2 (n - 1) / n / time). A multi-GPU
+// step's limit is the one-GPU step ("1 GPU step"): n GPUs doing n times the work in the
+// time one does its share; the scaling in the note is n * t(1 GPU) / t(n GPUs).
+// Check: the first losses of DataParallel and of DDP against the one-GPU step on the whole
+// batch (relative 1e-4), and the all-reduce's sum against its expected value.
+// Timing: CUDA events on GPU 0 (each rank's GPU) around batches of back-to-back steps after
+// a second of warm-up, median.
+#include "../examples/fcn_s.hpp"
+
+#include "common.cuh"
+
+#include <et/dist.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Gpu = et::Cuda<0>;
+
+struct Row {
+  std::string workload, size;
+  double etensor_us = 0, limit_us = 0;
+  std::string limit_kind, note;
+  bool ok = true;
+};
+
+int write_json(const std::string& path, const std::vector<Row>& rows) {
+  bool ok = true;
+  for (const Row& r : rows) {
+    ok = ok && r.ok;
+    std::printf("%-34s %-22s %10.1f us  limit %10.1f us (%s)  %s%s\n", r.workload.c_str(), r.size.c_str(),
+                r.etensor_us, r.limit_us, r.limit_kind.c_str(), r.note.c_str(), r.ok ? "" : "  CHECK FAILED");
+  }
+  if (path.empty()) return ok ? 0 : 1;
+  std::ofstream out(path);
+  out << "{\n  \"device\": " << bench::json_string(et::device_properties(0).name) << ",\n  \"results\": [\n";
+  for (std::size_t i = 0; i != rows.size(); ++i) {
+    const Row& r = rows[i];
+    out << "    {\"workload\": " << bench::json_string(r.workload) << ", \"size\": " << bench::json_string(r.size)
+        << ", \"etensor_us\": " << r.etensor_us << ", \"limit_us\": " << r.limit_us
+        << ", \"limit_kind\": " << bench::json_string(r.limit_kind) << ", \"ok\": " << (r.ok ? "true" : "false")
+        << ", \"note\": " << bench::json_string(r.note) << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+  }
+  out << "  ]\n}\n";
+  std::printf("wrote %s\n", path.c_str());
+  return ok ? 0 : 1;
+}
+
+std::string format(const char* pattern, double a, double b = 0) {
+  char text[200];
+  std::snprintf(text, sizeof text, pattern, a, b);
+  return text;
+}
+
+/// Median microseconds per FCN-S step of `step()` (which returns the loss).
+template <class Step>
+double step_us(Step step, int reps) {
+  return bench::steady_median_us([&] { (void)step(); }, 1.0, reps, 4);
+}
+
+/// The batch of `parts` GPUs' 64 rows each, made on GPU 0.
+fcn::Batch<Gpu> batch_of(std::int64_t parts) {
+  fcn::Sizes sizes;
+  sizes.batch = 64 * parts;
+  return fcn::synthetic_batch(et::cuda<0>, sizes, 7);
+}
+
+bool close(double got, double want) { return std::abs(got - want) <= 1e-4 * std::abs(want); }
+
+int one_process(const std::string& json, int reps) {
+  std::vector<Row> rows;
+  const fcn::Sizes sizes;
+  auto single = fcn::make_model(et::cuda<0>, sizes);
+  et::optim::SGD single_opt(single.parameters(), {.lr = 0.01});
+  const auto one = batch_of(1);
+  const double t1 = step_us([&] { return fcn::train_step(single, single_opt, one); }, reps);
+  rows.push_back({"fcn-s fp32 step, 1 GPU", "64 rows", t1, 0, "", "", true});
+  et::with_visible_devices<8>([&](auto set) {
+    const auto n = std::int64_t(set.size());
+    const auto whole = batch_of(n);
+    const std::string size = std::to_string(n) + " GPU x 64 rows";
+    // The first loss on the whole batch, on one GPU, as the check.
+    auto reference = fcn::make_model(et::cuda<0>, sizes);
+    const double want = et::nn::cross_entropy(reference(whole.x), whole.labels).item();
+    for (const bool replicated : {true, false}) {
+      auto model = fcn::make_model(et::cuda<0>, sizes);
+      et::nn::DataParallel dp(model, set);
+      auto time_with = [&](auto& opt) {
+        const double first = fcn::train_step(dp, opt, whole).item();
+        const double us = step_us([&] { return fcn::train_step(dp, opt, whole); }, reps);
+        const bool ok = close(first, want);
+        rows.push_back({replicated ? "fcn-s fp32 DataParallel" : "fcn-s fp32 DataParallel, module's SGD", size, us,
+                        t1, "1 GPU step",
+                        format("scaling %.2fx of %.0f", double(n) * t1 / us, double(n)) +
+                            format("; first loss %.6f (1 GPU: %.6f)", first, want),
+                        ok});
+      };
+      if (replicated) {
+        auto opt = dp.template optimizer<et::optim::SGD>({.lr = 0.01});
+        time_with(opt);
+      } else {
+        et::optim::SGD opt(dp.parameters(), {.lr = 0.01});
+        time_with(opt);
+      }
+    }
+  });
+  return write_json(json, rows);
+}
+
+int ranks(const std::string& json, int reps) {
+  const et::dist::ProcessGroup pg = et::dist::init();
+  const et::dist::ProcessGroup unchecked = et::dist::init({.check_shapes = false, .select_device = false});
+  const int n = pg.size();
+  std::vector<Row> rows;
+  const std::string group = std::to_string(n) + " rank" + (n > 1 ? "s" : "");
+  for (const std::int64_t mb : {1, 16, 256}) {
+    const std::int64_t count = mb * 1024 * 1024 / 4;
+    auto t = et::full<float>(et::cuda<0>, {count}, 1.0f);
+    auto run_et = [&] { et::dist::all_reduce(t, pg); };
+    auto run_unchecked = [&] { et::dist::all_reduce(t, unchecked); };
+    auto run_nccl = [&] {
+      ET_NCCL_CHECK(ncclAllReduce(t.data(), t.data(), std::size_t(count), ncclFloat32, ncclSum, pg.native(),
+                                  bench::stream()));
+    };
+    const double direct = bench::steady_median_us(run_nccl, 0.5, reps, 5);
+    const double checked = bench::steady_median_us(run_et, 0.5, reps, 5);
+    const double plain = bench::steady_median_us(run_unchecked, 0.5, reps, 5);
+    // Sum check: ones summed over n ranks, many times: reset, one call, read.
+    t = 1.0f;
+    run_et();
+    const bool ok = t.slice(0, 0, 1).item() == float(n);
+    auto busbw = [&](double us) { return double(count) * 4 * 2 * (n - 1) / n / (us * 1e-6) / 1e9; };
+    const std::string size = std::to_string(mb) + " MB, " + group;
+    rows.push_back({"all_reduce, shapes checked", size, checked, direct, "nccl direct",
+                    format("bus %.0f GB/s (NCCL direct %.0f GB/s)", busbw(checked), busbw(direct)), ok});
+    rows.push_back({"all_reduce, check_shapes=false", size, plain, direct, "nccl direct",
+                    format("bus %.0f GB/s (NCCL direct %.0f GB/s)", busbw(plain), busbw(direct)), ok});
+  }
+  const fcn::Sizes sizes;
+  const auto mine = fcn::synthetic_batch(et::cuda<0>, sizes, 7 + std::uint64_t(pg.rank()));
+  auto single = fcn::make_model(et::cuda<0>, sizes);
+  et::optim::SGD single_opt(single.parameters(), {.lr = 0.01});
+  const double t1 = step_us([&] { return fcn::train_step(single, single_opt, mine); }, reps);
+  rows.push_back({"fcn-s fp32 step, 1 GPU of a rank", "64 rows", t1, 0, "", "", true});
+  auto model = fcn::make_model(et::cuda<0>, sizes);
+  et::nn::DistributedDataParallel ddp(model, pg);
+  et::optim::SGD opt(ddp.parameters(), {.lr = 0.01});
+  const double first = fcn::train_step(ddp, opt, mine).item();  // this rank's loss, before any step
+  auto reference = fcn::make_model(et::cuda<0>, sizes);
+  const double want = et::nn::cross_entropy(reference(mine.x), mine.labels).item();
+  const double us = step_us([&] { return fcn::train_step(ddp, opt, mine); }, reps);
+  rows.push_back({"fcn-s fp32 DDP", group + " x 64 rows", us, t1, "1 GPU step",
+                  format("scaling %.2fx of %.0f", double(n) * t1 / us, double(n)) +
+                      format("; first loss %.6f (1 GPU: %.6f)", first, want),
+                  close(first, want)});
+  const int status = pg.rank() == 0 ? write_json(json, rows) : 0;
+  pg.bootstrap().all_gather("");
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "", json;
+  int reps = 20;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--json" && i + 1 < argc) json = argv[++i];
+    else if (arg == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else mode = "";
+  }
+  if ((mode != "one-process" && mode != "ranks") || reps < 5) {
+    std::fprintf(stderr, "usage: %s one-process|ranks [--json PATH] [--reps N >= 5]\n", argv[0]);
+    return 2;
+  }
+  try {
+    return mode == "ranks" ? ranks(json, reps) : one_process(json, reps);
+  } catch (const et::CudaError& e) {
+    std::fprintf(stderr, "et_bench_multi_gpu needs a GPU (%s)\n", e.what());
+    return 77;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "et_bench_multi_gpu: %s\n", e.what());
+    return 1;
+  }
+}
