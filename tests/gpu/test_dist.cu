@@ -124,12 +124,15 @@ TEST_CASE("a collective that one rank never joins aborts after the timeout", "[d
 
 namespace {
 
-/// A small model in double precision; `seed` picks its initial parameters.
+/// A small model; `seed` picks its initial parameters.
+template <class T>
 auto model_of(std::uint64_t seed) {
-  using Linear = et::nn::Linear<double, Gpu>;
+  using Linear = et::nn::Linear<T, Gpu>;
   return et::nn::Sequential(Linear(et::cuda<0>, 6, 5, seed), et::nn::Sigmoid{}, Linear(et::cuda<0>, 5, 3, seed + 1));
 }
 
+/// Double: to 1e-10; float: to 1e-5 (the ranks sum their parts in another order than one
+/// GPU sums the whole batch).
 template <class A, class B>
 void check_same_parameters(const A& got, const B& want) {
   const auto g = got.parameters();
@@ -137,29 +140,33 @@ void check_same_parameters(const A& got, const B& want) {
   REQUIRE(g.size() == w.size());
   for (std::size_t k = 0; k != g.size(); ++k) {
     const auto a = g[k].data().to_vector(), b = w[k].data().to_vector();
+    const double tolerance = std::is_same_v<typename decltype(a)::value_type, double> ? 1e-10 : 1e-5;
     REQUIRE(a.size() == b.size());
-    for (std::size_t i = 0; i != a.size(); ++i) CHECK(a[i] == Approx(b[i]).epsilon(1e-10).margin(1e-12));
+    for (std::size_t i = 0; i != a.size(); ++i)
+      CHECK(a[i] == Approx(b[i]).epsilon(tolerance).margin(tolerance / 100));
   }
 }
 
 }  // namespace
 
-TEST_CASE("DistributedDataParallel: each rank's part of the batch trains as the whole batch on one GPU", "[dist]") {
+TEMPLATE_TEST_CASE("DistributedDataParallel: each rank's part of the batch trains as the whole batch on one GPU",
+                   "[dist]", double, float) {
+  using T = TestType;
   const auto& pg = *group;
   const int n = pg.size(), me = pg.rank();
-  const auto x = et::randn<double>(et::cuda<0>, {8 * n, 6}, 21);  // the whole batch: the same on every rank
-  const auto y = et::randn<double>(et::cuda<0>, {8 * n, 3}, 22);
+  const auto x = et::randn<T>(et::cuda<0>, {8 * n, 6}, 21);  // the whole batch: the same on every rank
+  const auto y = et::randn<T>(et::cuda<0>, {8 * n, 3}, 22);
   auto rows = [&](const auto& t, std::int64_t part, std::int64_t per_rank) {  // this rank's rows of a part
     const std::int64_t begin = part * per_rank * n + me * per_rank;
     return t.slice(0, begin, begin + per_rank);
   };
   for (const double bucket_mb : {25.0, 1e-5}) {
     CAPTURE(bucket_mb);
-    auto model = model_of(100 + std::uint64_t(me));  // differs between ranks until DDP broadcasts rank 0's
+    auto model = model_of<T>(100 + std::uint64_t(me));  // differs between ranks until DDP broadcasts rank 0's
     et::nn::DistributedDataParallel ddp(model, pg, {.bucket_mb = bucket_mb});
     CHECK(ddp.buckets().size() == (bucket_mb > 1 ? 1u : 4u));
     CHECK(ddp.buckets().front().front() == 3);  // the last parameter's gradient comes first
-    auto reference = model_of(100);  // rank 0's initial parameters, trained on the whole batch
+    auto reference = model_of<T>(100);  // rank 0's initial parameters, trained on the whole batch
     check_same_parameters(model, reference);
     et::optim::SGD opt(ddp.parameters(), {.lr = 0.2}), reference_opt(reference.parameters(), {.lr = 0.2});
     for (int step = 0; step < 3; ++step) {

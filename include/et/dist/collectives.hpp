@@ -112,7 +112,7 @@ void run_collective(const char* what, const ProcessGroup& pg, Call&& call) {
   const ncclComm_t comm = pg.native();
   const et::detail::CudaCall on(pg.device());
   call(comm, on.stream());
-  pg.watch(std::string(what) + " on rank " + std::to_string(pg.rank()), on.stream());
+  pg.watch(what, on.stream());
 }
 
 }  // namespace detail

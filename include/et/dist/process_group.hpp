@@ -80,19 +80,29 @@ class Watchdog {
     wake_.notify_all();
     thread_.join();
     for (auto& p : pending_) (void)cudaEventDestroy(p.done);
+    for (cudaEvent_t e : idle_) (void)cudaEventDestroy(e);
   }
 
-  /// Marks the end of collective `what` on `stream`.
-  void watch_until_done(const std::string& what, cudaStream_t stream) {
+  /// Marks the end of collective `what` on `stream`. Costs the host an event record: the
+  /// events are reused, and the watchdog is not woken (it looks every 50 ms), so that a
+  /// small collective's launch is not slowed by its watch.
+  void watch_until_done(const char* what, int rank, cudaStream_t stream) {
     cudaEvent_t done = nullptr;
-    ET_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    {
+      std::lock_guard lock(mutex_);
+      if (!idle_.empty()) {
+        done = idle_.back();
+        idle_.pop_back();
+      }
+    }
+    if (!done) ET_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
     ET_CUDA_CHECK(cudaEventRecord(done, stream));
     std::lock_guard lock(mutex_);
-    pending_.push_back({done, what, std::chrono::steady_clock::now()});
-    wake_.notify_all();
+    pending_.push_back({done, what, rank, std::chrono::steady_clock::now()});
   }
   /// The message of the abort, or "" while the communicator is good.
   std::string aborted() const {
+    if (!aborted_flag_.load(std::memory_order_acquire)) return {};
     std::lock_guard lock(mutex_);
     return aborted_;
   }
@@ -100,7 +110,8 @@ class Watchdog {
  private:
   struct Pending {
     cudaEvent_t done;
-    std::string what;
+    const char* what;  ///< a string literal
+    int rank;
     std::chrono::steady_clock::time_point since;
   };
 
@@ -114,14 +125,16 @@ class Watchdog {
         if (status == cudaErrorNotReady) {
           (void)cudaGetLastError();
           if (std::chrono::steady_clock::now() - front.since < timeout_) break;
-          aborted_ = "et: dist: " + front.what + " did not complete within " +
+          aborted_ = std::string("et: dist: ") + front.what + " on rank " + std::to_string(front.rank) +
+                     " did not complete within " +
                      std::to_string(timeout_.count()) + " ms (did every rank call it, with the same tensors?); the "
                      "communicator was aborted, and this process group can no longer be used";
+          aborted_flag_.store(true, std::memory_order_release);
           std::fprintf(stderr, "%s\n", aborted_.c_str());
           (void)ncclCommAbort(comm_);  // ends the kernels that wait for the missing ranks
           break;
         }
-        (void)cudaEventDestroy(front.done);
+        idle_.push_back(front.done);
         pending_.pop_front();
       }
     }
@@ -132,7 +145,9 @@ class Watchdog {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Pending> pending_;
+  std::vector<cudaEvent_t> idle_;  ///< recorded and completed: free for the next collective
   std::string aborted_;
+  std::atomic<bool> aborted_flag_{false};  ///< aborted_ is set (read without the lock)
   bool stop_ = false;
   std::thread thread_;
 };
@@ -187,8 +202,11 @@ class ProcessGroup {
     if (std::string why = state_->watchdog->aborted(); !why.empty()) throw Error(why);
     return state_->comm;
   }
-  /// Called after the caller queued collective `what` on `stream` (collectives.hpp).
-  void watch(const std::string& what, cudaStream_t stream) const { state_->watchdog->watch_until_done(what, stream); }
+  /// Called after the caller queued collective `what` (a string literal) on `stream`
+  /// (collectives.hpp).
+  void watch(const char* what, cudaStream_t stream) const {
+    state_->watchdog->watch_until_done(what, rank(), stream);
+  }
 
   /// A group over `boot`'s processes on `device`; init() is the usual way.
   ProcessGroup(std::unique_ptr<Bootstrap> boot, int device, InitOptions options)
