@@ -42,6 +42,7 @@
 
 #include "et/device_set.hpp"
 #include "et/dist/collectives.hpp"
+#include "et/nn/buckets.hpp"
 #include "et/nn/module.hpp"
 #include "et/optim/parameter.hpp"
 #include "et/runtime/stream.hpp"
@@ -90,9 +91,7 @@ class DataParallel<M, DeviceSet<D0, Rest...>> {
   /// Wraps `module` (kept by reference: it must outlive this object) and copies it to the
   /// other devices of the set.
   DataParallel(M& module, Set, DataParallelOptions options = {})
-      : module_(&module), state_(std::make_shared<State>(module)) {
-    if (!(options.bucket_mb > 0)) throw Error("et: DataParallel: bucket_mb must be > 0");
-    state_->plan_buckets(options.bucket_mb * 1024 * 1024);
+      : module_(&module), state_(std::make_shared<State>(module, options.bucket_mb)) {
     State* state = state_.get();  // alive while a hook runs: it is the hooks' owner
     each_replica([&](auto r, auto&) {
       const auto& params = std::get<r()>(state->params);
@@ -105,7 +104,7 @@ class DataParallel<M, DeviceSet<D0, Rest...>> {
   template <class X>
   auto operator()(const X& x) {
     State& s = *state_;
-    s.check_finished();
+    s.buckets.check_finished();
     if (x.defined() && x.size(0) < std::int64_t(n))
       throw ShapeError("et: DataParallel: a batch of " + std::to_string(x.size(0)) + " rows cannot be split among " +
                        std::to_string(n) + " devices (each needs at least one row)");
@@ -141,7 +140,7 @@ class DataParallel<M, DeviceSet<D0, Rest...>> {
     }(std::index_sequence_for<Rest...>{});
   }
   /// The buckets, as parameter indices (for tests and tuning).
-  std::vector<std::vector<std::size_t>> buckets() const { return state_->bucket_members; }
+  std::vector<std::vector<std::size_t>> buckets() const { return state_->buckets.members(); }
 
  private:
   template <class F>
@@ -166,16 +165,14 @@ class DataParallel<M, DeviceSet<D0, Rest...>> {
     std::array<ncclComm_t, n> comms{};
     std::tuple<Stream<D0>, Stream<Rest>...> comm{Stream<D0>::create(), Stream<Rest>::create()...};
     std::tuple<Event<D0>, Event<Rest>...> ready, done;
-    std::vector<std::vector<std::size_t>> bucket_members;
-    std::vector<std::size_t> bucket_of, bucket_ready;
-    std::vector<char> seen;  ///< [replica * parameters + k]: gradient completed in this backward
-    std::size_t launched = 0;
     std::array<std::vector<std::uint64_t>, n> synced;  ///< each replica's tensor versions after the last sync
 
-    explicit State(const M& module) : replicas{module.to(Rest{})...} {
-      params = [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return decltype(params){module.parameters(), std::get<I>(replicas).parameters()...};
-      }(std::index_sequence_for<Rest...>{});
+    detail::GradientBuckets buckets;
+
+    State(const M& module, double bucket_mb)
+        : replicas{module.to(Rest{})...},
+          params{module.parameters(), std::get<detail::rebind_t<M, Rest>>(replicas).parameters()...},
+          buckets(sizes(std::get<0>(params)), bucket_mb * 1024 * 1024, n, "DataParallel") {
       const auto devices = Set::indices();
       ET_NCCL_CHECK(ncclCommInitAll(comms.data(), int(n), devices.data()));
     }
@@ -186,36 +183,18 @@ class DataParallel<M, DeviceSet<D0, Rest...>> {
     State(const State&) = delete;
     State& operator=(const State&) = delete;
 
-    void plan_buckets(double bucket_bytes) {
-      const auto& mine = std::get<0>(params);
-      double filled = 0;
-      bucket_of.resize(mine.size());
-      for (std::size_t j = mine.size(); j-- > 0;) {
-        const double bytes = double(mine[j].numel()) * sizeof(T);
-        if (bucket_members.empty() || (filled > 0 && filled + bytes > bucket_bytes)) {
-          bucket_members.emplace_back();
-          filled = 0;
-        }
-        bucket_members.back().push_back(j);
-        bucket_of[j] = bucket_members.size() - 1;
-        filled += bytes;
-      }
-      bucket_ready.assign(bucket_members.size(), 0);
-      seen.assign(n * mine.size(), 0);
+    static std::vector<double> sizes(const std::vector<optim::Parameter<T, D0>>& mine) {
+      std::vector<double> out;
+      for (const auto& p : mine) out.push_back(double(p.numel()) * sizeof(T));
+      return out;
     }
 
     void gradient_ready(std::size_t r, std::size_t k) {
-      char& mark = seen[r * bucket_of.size() + k];
-      if (mark)
-        throw Error("et: DataParallel: parameter " + std::to_string(k) + " of replica " + std::to_string(r) +
-                    " got its gradient twice in one backward");
-      mark = 1;
-      const std::size_t b = bucket_of[k];
-      if (++bucket_ready[b] == n * bucket_members[b].size()) launch(b);
+      if (const auto b = buckets.complete(r, k)) launch(buckets.members()[*b]);
     }
 
-    /// Bucket b's gradients, complete on every device's current stream, summed on `comm`.
-    void launch(std::size_t b) {
+    /// A bucket's gradients, complete on every device's current stream, summed on `comm`.
+    void launch(const std::vector<std::size_t>& members) {
       Set::for_each([&](auto dev, auto r) {
         std::get<r()>(ready).record(current_stream(dev));
         std::get<r()>(comm).wait(std::get<r()>(ready));
@@ -223,7 +202,7 @@ class DataParallel<M, DeviceSet<D0, Rest...>> {
       ET_NCCL_CHECK(ncclGroupStart());
       Set::for_each([&](auto dev, auto r) {
         StreamGuard<decltype(dev)> guard(std::get<r()>(comm));
-        for (const std::size_t k : bucket_members[b]) {
+        for (const std::size_t k : members) {
           const auto g = std::get<r()>(params)[k].grad();
           et::detail::note_stream_uses(g);  // not reused before the all-reduce ends
           ET_NCCL_CHECK(ncclAllReduce(g.data(), g.data(), std::size_t(g.numel()), dist::detail::nccl_type<T>(), ncclSum,
@@ -231,39 +210,12 @@ class DataParallel<M, DeviceSet<D0, Rest...>> {
         }
       });
       ET_NCCL_CHECK(ncclGroupEnd());
-      if (++launched == bucket_members.size()) {  // the backward's last bucket: step() reads after it
+      if (buckets.launched_last()) {  // the backward's last bucket: step() reads after it
         Set::for_each([&](auto dev, auto r) {
           std::get<r()>(done).record(std::get<r()>(comm));
           current_stream(dev).wait(std::get<r()>(done));
         });
-        reset();
       }
-    }
-
-    void reset() {
-      launched = 0;
-      std::fill(seen.begin(), seen.end(), char(0));
-      std::fill(bucket_ready.begin(), bucket_ready.end(), std::size_t(0));
-    }
-
-    /// Throws when the last backward left a bucket unreduced.
-    void check_finished() {
-      std::string missing;
-      bool any = false;
-      const std::size_t count = bucket_of.size();
-      for (std::size_t k = 0; k != count; ++k) {
-        bool all = true;
-        for (std::size_t r = 0; r != n; ++r) {
-          any = any || seen[r * count + k];
-          all = all && seen[r * count + k];
-        }
-        if (!all) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
-      }
-      if (!any) return;
-      reset();
-      throw Error("et: DataParallel: the last backward gave no gradient to parameter(s) " + missing +
-                  " (in parameters() order) on every device, so their buckets were never summed; every parameter "
-                  "must take part in every backward through the DataParallel");
     }
 
     template <class Module>

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "et/dist/collectives.hpp"
+#include "et/nn/buckets.hpp"
 #include "et/nn/module.hpp"
 #include "et/optim/parameter.hpp"
 #include "et/runtime/stream.hpp"
@@ -51,28 +52,13 @@ class DistributedDataParallel {
   /// Wraps `module` (kept by reference: it must outlive this object): broadcasts rank 0's
   /// parameters to every rank, then averages the gradients of every backward.
   DistributedDataParallel(M& module, const dist::ProcessGroup& pg, DdpOptions options = {})
-      : module_(&module), state_(std::make_shared<State>(pg, module.parameters())) {
-    if (!(options.bucket_mb > 0)) throw Error("et: DistributedDataParallel: bucket_mb must be > 0");
+      : module_(&module), state_(std::make_shared<State>(pg, module.parameters(), options.bucket_mb)) {
     State& s = *state_;
     for (const Param& p : s.params) {
       auto values = p.data();
       dist::broadcast(values, 0, pg);
       p.note_write();
     }
-    const double bucket_bytes = options.bucket_mb * 1024 * 1024;
-    double filled = 0;
-    s.bucket_of.resize(s.params.size());
-    for (std::size_t j = s.params.size(); j-- > 0;) {
-      const double bytes = double(s.params[j].numel()) * sizeof(T);
-      if (s.buckets.empty() || (filled > 0 && filled + bytes > bucket_bytes)) {
-        s.buckets.emplace_back();
-        filled = 0;
-      }
-      s.buckets.back().members.push_back(j);
-      s.bucket_of[j] = s.buckets.size() - 1;
-      filled += bytes;
-    }
-    s.seen.assign(s.params.size(), 0);
     State* state = state_.get();  // alive while a hook runs: it is the hooks' owner
     for (std::size_t k = 0; k != s.params.size(); ++k)
       s.params[k].add_grad_hook({state_, [state, k] { state->gradient_ready(k); }});
@@ -81,7 +67,7 @@ class DistributedDataParallel {
   /// The wrapped module's forward, after checking the last backward reduced everything.
   template <class... X>
   decltype(auto) operator()(const X&... x) {
-    state_->check_finished();
+    state_->buckets.check_finished();
     return (*module_)(x...);
   }
 
@@ -89,11 +75,7 @@ class DistributedDataParallel {
   M& module() noexcept { return *module_; }
   const dist::ProcessGroup& process_group() const noexcept { return state_->pg; }
   /// The buckets, as parameter indices (for tests and tuning).
-  std::vector<std::vector<std::size_t>> buckets() const {
-    std::vector<std::vector<std::size_t>> out;
-    for (const auto& b : state_->buckets) out.push_back(b.members);
-    return out;
-  }
+  std::vector<std::vector<std::size_t>> buckets() const { return state_->buckets.members(); }
 
  private:
   struct State;
@@ -113,38 +95,33 @@ class DistributedDataParallel {
   [[nodiscard]] NoSync no_sync() { return NoSync(state_); }
 
  private:
-  struct Bucket {
-    std::vector<std::size_t> members;
-    std::size_t ready = 0;
-  };
-
   struct State {
-    State(const dist::ProcessGroup& group, std::vector<Param> list) : pg(group), params(std::move(list)) {}
+    State(const dist::ProcessGroup& group, std::vector<Param> list, double bucket_mb)
+        : pg(group), params(std::move(list)), buckets(sizes(params), bucket_mb * 1024 * 1024, 1,
+                                                      "DistributedDataParallel") {}
 
     dist::ProcessGroup pg;
     std::vector<Param> params;
-    std::vector<Bucket> buckets;
-    std::vector<std::size_t> bucket_of;
-    std::vector<char> seen;  ///< gradient completed in this backward
-    std::size_t launched = 0;
+    detail::GradientBuckets buckets;
     bool sync = true;
     Stream<D> comm = Stream<D>::create();
     Event<D> ready, done;
 
+    static std::vector<double> sizes(const std::vector<Param>& params) {
+      std::vector<double> out;
+      for (const Param& p : params) out.push_back(double(p.numel()) * sizeof(T));
+      return out;
+    }
+
     void gradient_ready(std::size_t k) {
       if (!sync) return;
-      if (seen[k])
-        throw Error("et: DistributedDataParallel: parameter " + std::to_string(k) +
-                    " got its gradient twice in one backward; average once per backward (or use no_sync())");
-      seen[k] = 1;
-      Bucket& bucket = buckets[bucket_of[k]];
-      if (++bucket.ready == bucket.members.size()) launch(bucket);
+      if (const auto b = buckets.complete(0, k)) launch(buckets.members()[*b]);
     }
 
     /// The bucket's gradients, complete on the current stream, averaged on `comm`.
-    void launch(const Bucket& bucket) {
+    void launch(const std::vector<std::size_t>& members) {
       if (pg.size() == 1) {  // the average over one rank is the gradient: nothing to send or wait for
-        if (++launched == buckets.size()) reset();
+        buckets.launched_last();
         return;
       }
       ready.record(current_stream(D{}));
@@ -152,7 +129,7 @@ class DistributedDataParallel {
       {
         StreamGuard<D> guard(comm);
         std::vector<Tensor<T, 1, D>> grads;
-        for (const std::size_t m : bucket.members) grads.push_back(params[m].grad());
+        for (const std::size_t m : members) grads.push_back(params[m].grad());
         for (const auto& g : grads) et::detail::note_stream_uses(g);  // not reused before the all-reduce ends
         dist::detail::run_collective("a DistributedDataParallel bucket", pg, [&](ncclComm_t c, cudaStream_t s) {
           ET_NCCL_CHECK(ncclGroupStart());
@@ -162,32 +139,10 @@ class DistributedDataParallel {
           ET_NCCL_CHECK(ncclGroupEnd());
         });
       }
-      if (++launched == buckets.size()) {  // the backward's last bucket: step() reads after it
+      if (buckets.launched_last()) {  // the backward's last bucket: step() reads after it
         done.record(comm);
         current_stream(D{}).wait(done);
-        reset();
       }
-    }
-
-    void reset() {
-      launched = 0;
-      std::fill(seen.begin(), seen.end(), char(0));
-      for (auto& b : buckets) b.ready = 0;
-    }
-
-    /// Throws when the last synchronized backward left a bucket unreduced.
-    void check_finished() {
-      std::string missing;
-      bool any = false;
-      for (std::size_t k = 0; k != seen.size(); ++k) {
-        any = any || seen[k];
-        if (!seen[k]) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
-      }
-      if (!any) return;
-      reset();
-      throw Error("et: DistributedDataParallel: the last backward gave no gradient to parameter(s) " + missing +
-                  " (in parameters() order), so their buckets were never averaged; every parameter must take part "
-                  "in every backward");
     }
   };
 
