@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -70,6 +71,17 @@ def rank_main(rank, n, port, reps, out_path):
     dist.destroy_process_group()
 
 
+def ddp(torch, reps, add):
+    import torch.multiprocessing as mp
+    n = torch.cuda.device_count()
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "rows.json")
+        mp.spawn(rank_main, args=(n, 29531, reps, out), nprocs=n, join=True)
+        with open(out) as f:
+            for row in json.load(f):
+                add(row["workload"], row["size"], row["us"])
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", help="write the results here")
@@ -95,20 +107,9 @@ def main():
         result["unavailable"]["torch"] = str(e)
         save()
         return 0
-    for name, run in (("dataparallel", lambda: dataparallel(torch, args.reps, add)), ("ddp", None)):
+    for name, run in (("dataparallel", dataparallel), ("ddp", ddp)):
         try:
-            if run:
-                run()
-            else:
-                import tempfile
-                import torch.multiprocessing as mp
-                n = torch.cuda.device_count()
-                with tempfile.TemporaryDirectory() as folder:
-                    out = os.path.join(folder, "rows.json")
-                    mp.spawn(rank_main, args=(n, 29531, args.reps, out), nprocs=n, join=True)
-                    with open(out) as f:
-                        for row in json.load(f):
-                            add(row["workload"], row["size"], row["us"])
+            run(torch, args.reps, add)
         except Exception as e:  # noqa: BLE001
             result["unavailable"][name] = f"{type(e).__name__}: {e}"[:300]
             traceback.print_exc()

@@ -74,8 +74,7 @@ struct DeviceSet {
   template <class T, int R, Device D>
   pieces<T, R> scatter(const Tensor<T, R, D>& x) const {
     static_assert(R >= 1, "et: DeviceSet::scatter splits axis 0, which a 0-d tensor does not have");
-    if (!x.defined()) throw Error("et: DeviceSet::scatter of an undefined tensor");
-    return scatter(x, balanced(x.size(0)));
+    return scatter(x, balanced(x.defined() ? x.size(0) : 0));  // the overload below rejects undefined x
   }
   template <class T, int R, Device D>
   pieces<T, R> scatter(const Tensor<T, R, D>& x, const std::array<std::int64_t, sizeof...(Ds)>& rows) const {

@@ -10,11 +10,21 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "et/runtime/error.hpp"
 
 namespace et::nn::detail {
+
+/// The gradient sizes, in bytes, of optimizer parameters (optim::Parameter), in order.
+template <class Params>
+std::vector<double> parameter_bytes(const Params& params) {
+  std::vector<double> out;
+  for (const auto& p : params)
+    out.push_back(double(p.numel()) * sizeof(typename std::remove_cvref_t<decltype(p.data())>::value_type));
+  return out;
+}
 
 class GradientBuckets {
  public:

@@ -172,7 +172,7 @@ class DataParallel<M, DeviceSet<D0, Rest...>> {
     State(const M& module, double bucket_mb)
         : replicas{module.to(Rest{})...},
           params{module.parameters(), std::get<detail::rebind_t<M, Rest>>(replicas).parameters()...},
-          buckets(sizes(std::get<0>(params)), bucket_mb * 1024 * 1024, n, "DataParallel") {
+          buckets(detail::parameter_bytes(std::get<0>(params)), bucket_mb * 1024 * 1024, n, "DataParallel") {
       const auto devices = Set::indices();
       ET_NCCL_CHECK(ncclCommInitAll(comms.data(), int(n), devices.data()));
     }
@@ -182,12 +182,6 @@ class DataParallel<M, DeviceSet<D0, Rest...>> {
     }
     State(const State&) = delete;
     State& operator=(const State&) = delete;
-
-    static std::vector<double> sizes(const std::vector<optim::Parameter<T, D0>>& mine) {
-      std::vector<double> out;
-      for (const auto& p : mine) out.push_back(double(p.numel()) * sizeof(T));
-      return out;
-    }
 
     void gradient_ready(std::size_t r, std::size_t k) {
       if (const auto b = buckets.complete(r, k)) launch(buckets.members()[*b]);

@@ -97,7 +97,7 @@ class DistributedDataParallel {
  private:
   struct State {
     State(const dist::ProcessGroup& group, std::vector<Param> list, double bucket_mb)
-        : pg(group), params(std::move(list)), buckets(sizes(params), bucket_mb * 1024 * 1024, 1,
+        : pg(group), params(std::move(list)), buckets(detail::parameter_bytes(params), bucket_mb * 1024 * 1024, 1,
                                                       "DistributedDataParallel") {}
 
     dist::ProcessGroup pg;
@@ -106,12 +106,6 @@ class DistributedDataParallel {
     bool sync = true;
     Stream<D> comm = Stream<D>::create();
     Event<D> ready, done;
-
-    static std::vector<double> sizes(const std::vector<Param>& params) {
-      std::vector<double> out;
-      for (const Param& p : params) out.push_back(double(p.numel()) * sizeof(T));
-      return out;
-    }
 
     void gradient_ready(std::size_t k) {
       if (!sync) return;
