@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "et/config.hpp"
+#include "et/expr/vector_math.hpp"
 #include "et/types.hpp"
 
 namespace et::detail {
@@ -34,6 +35,8 @@ ET_MATH_UNARY(tanh)
 ET_MATH_UNARY(erf)
 ET_MATH_UNARY(fabs)
 #undef ET_MATH_UNARY
+ET_HD float fmax(float a, float b) { return ::fmaxf(a, b); }
+ET_HD double fmax(double a, double b) { return ::fmax(a, b); }
 ET_HD float pow(float x, float p) { return ::powf(x, p); }
 ET_HD double pow(double x, double p) { return ::pow(x, p); }
 ET_HD float rsqrt(float x) {

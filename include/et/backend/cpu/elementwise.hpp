@@ -72,8 +72,15 @@ void run_loop(const Tensor<T, R, D>& dst, const E& expr, bool linear) {
   const auto writer = make_writer<Index>(dst);
   const Index n = static_cast<Index>(dst.numel());
   if (linear) {
-#pragma omp parallel for simd if (n >= parallel_threshold) schedule(static)
-    for (Index i = 0; i < n; ++i) writer.linear(i, reader.linear(i));
+#pragma omp parallel if (n >= parallel_threshold)
+    {
+      // Each thread's own copies: read through the region's shared references, the reader
+      // would be reloaded every iteration, and GCC does not vectorize such a loop.
+      const auto in = reader;
+      const auto out = writer;
+#pragma omp for simd schedule(static)
+      for (Index i = 0; i < n; ++i) out.linear(i, in.linear(i));
+    }
     return;
   }
   for_each_coordinate(n, to_coord<Index>(dst.shape()), [&](Index i, const Coord<R, Index>& c) {
