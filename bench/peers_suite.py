@@ -5,7 +5,8 @@
     chain10        z = tanh(x * 0.5 + y) * sigmoid(w) + exp(-abs(x)) * 0.25
     bias-add       z = m + b, m [n, n], b [n]               32x32 ... 16384x16384
     transpose-add  z = x.t() + y on [n, n]
-    softmax        softmax over the rows of a 4096 x 4096 float32 matrix
+    softmax        softmax over the rows of a 4096 x 4096 float32 matrix; log-softmax and
+                   logsumexp (keepdim) likewise
     launch-bound   1000 dependent x = x * 0.5 + y on 1024 floats, microseconds per expression
 
 Each peer gets its best natural spelling: eager writes single-operation workloads into a
@@ -220,28 +221,32 @@ class Runner:
             self.measure("transpose-add", size, n, "cupy", lambda: kernel(cx.T, cy, cz), lambda: z, want)
 
     def softmax(self):
+        """softmax, log-softmax and logsumexp (keepdim) over the rows of a 4096 x 4096 matrix."""
         torch = self.torch
         side = SOFTMAX_SIDE
         m = self.randn(side, side)
-        want = torch.softmax(m.double(), 1)
         size = f"{side}x{side}"
         out = {}
-        # Softmax values are about 1/side: errors relative to the value itself.
-        floor = 1e-30
-        self.measure("softmax", size, side * side, "torch eager", lambda: out.__setitem__("z", torch.softmax(m, 1)),
-                     lambda: out["z"], want, floor)
-        f = self.compile("softmax", lambda a: torch.softmax(a, 1))
-        self.measure("softmax", size, side * side, "torch.compile", lambda: out.__setitem__("z", f(m)),
-                     lambda: out["z"], want, floor)
+        workloads = (("softmax", lambda a: torch.softmax(a, 1), 1e-30),  # values about 1/side: relative errors
+                     ("log-softmax", lambda a: torch.log_softmax(a, 1), 1.0),
+                     ("logsumexp", lambda a: torch.logsumexp(a, 1, keepdim=True), 1.0))
+        for name, op, floor in workloads:
+            want = op(m.double())
+            self.measure(name, size, side * side, "torch eager", lambda: out.__setitem__("z", op(m)),
+                         lambda: out["z"], want, floor)
+            f = self.compile(name, op)
+            self.measure(name, size, side * side, "torch.compile", lambda: out.__setitem__("z", f(m)),
+                         lambda: out["z"], want, floor)
         if self.cupy:
             cupy = self.cupy
             cm = self.to_cupy(m)
+            want = torch.softmax(m.double(), 1)
 
             def composed():
                 e = cupy.exp(cm - cm.max(axis=1, keepdims=True))
                 out["c"] = e / e.sum(axis=1, keepdims=True)
             self.measure("softmax", size, side * side, "cupy", composed,
-                         lambda: torch.from_dlpack(out["c"]), want, floor,
+                         lambda: torch.from_dlpack(out["c"]), want, 1e-30,
                          note="composed: max, subtract+exp, sum, divide")
 
     def launch_bound(self):

@@ -6,11 +6,13 @@
 //   axpy            z = 1.5f * x + y                                   2 in, 1 out, 12 B/element
 //   chain10         z = tanh(x * 0.5f + y) * sigmoid(w) + exp(-abs(x)) * 0.25f
 //                   10 operations (*, +, tanh, sigmoid, *, abs, -, exp, *, +)  3 in, 1 out, 16 B/element
-//   bias-add        z = m + b, m [n, n], b [n] (a row vector broadcast down the rows)
-//   transpose-add   z = x.transpose(0, 1) + y on [n, n] matrices (one operand read strided)
+//   bias-add        z = m + b, m [n, n], b [n] (a row vector broadcast down the rows: the
+//                   linear kernel, b read at i % n)
+//   transpose-add   z = x.transpose(0, 1) + y on [n, n] matrices (one operand read
+//                   transposed: 32 x 32 tiles staged through shared memory)
 // Other:
-//   softmax         et::softmax(m, 1) over the rows of a 4096 x 4096 float matrix: max,
-//                   sum of exp, normalize (three kernels, see et/ops/reduce.hpp), into a new tensor
+//   softmax         et::softmax(m, 1) over the rows of a 4096 x 4096 float matrix, into a new
+//                   tensor (one kernel, et/ops/softmax.hpp); log-softmax and logsumexp (keepdim) likewise
 //   launch-bound    1000 dependent expressions x = x * 0.5f + y on 1024 floats; microseconds
 //                   per expression (the GPU waits for the host: this measures launch cost)
 //
@@ -145,7 +147,7 @@ class Suite {
     for (const std::int64_t n : sizes_) bias_add(n);
     for (const std::int64_t n : sizes_) transpose_add(n);
     x_ = y_ = w_ = z_ = reference_ = Vector{};
-    softmax(4096);
+    row_operations(4096);
     launch_bound(1024, 1000);
     return report(json_path, device);
   }
@@ -257,37 +259,47 @@ class Suite {
     add(row);
   }
 
-  /// Rows of the 4096 x 4096 softmax recomputed in double on the host (first, last and
-  /// a few between), against etensor's result.
-  void softmax(std::int64_t side) {
+  /// softmax, log-softmax and logsumexp over the rows of a 4096 x 4096 matrix, each one
+  /// kernel; rows (first, last and a few between) recomputed in double on the host.
+  void row_operations(std::int64_t side) {
     const Matrix m = et::randn<float>(et::cuda<0>, {side, side}, 14);
-    Matrix s = et::softmax(m, 1);
-    const std::vector<float> input = m.to_vector(), output = s.to_vector();
-    Check check;
-    for (const std::int64_t r : {std::int64_t{0}, std::int64_t{1}, side / 3, side / 2, side - 1}) {
-      const float* in = input.data() + r * side;
-      const float* out = output.data() + r * side;
-      double top = -INFINITY, total = 0;
-      for (std::int64_t c = 0; c < side; ++c) top = std::max(top, double(in[c]));
-      for (std::int64_t c = 0; c < side; ++c) total += std::exp(double(in[c]) - top);
-      for (std::int64_t c = 0; c < side; ++c) {
-        if (!std::isfinite(out[c])) {
-          ++check.non_finite;
-          continue;
+    const std::vector<float> input = m.to_vector();
+    for (const std::string workload : {"softmax", "log-softmax", "logsumexp"}) {
+      const bool lse = workload == "logsumexp", log = workload == "log-softmax";
+      auto run = [&] {
+        if (workload == "softmax") return et::softmax(m, 1);
+        if (log) return et::log_softmax(m, 1);
+        return et::logsumexp(m, 1, true);
+      };
+      auto result = run();
+      const std::vector<float> output = result.to_vector();
+      Check check;
+      for (const std::int64_t r : {std::int64_t{0}, std::int64_t{1}, side / 3, side / 2, side - 1}) {
+        const float* in = input.data() + r * side;
+        double top = -INFINITY, total = 0;
+        for (std::int64_t c = 0; c < side; ++c) top = std::max(top, double(in[c]));
+        for (std::int64_t c = 0; c < side; ++c) total += std::exp(double(in[c]) - top);
+        const double log_total = top + std::log(total);
+        for (std::int64_t c = 0; c < (lse ? 1 : side); ++c) {
+          const float got = output[static_cast<std::size_t>(lse ? r : r * side + c)];
+          if (!std::isfinite(got)) {
+            ++check.non_finite;
+            continue;
+          }
+          // Softmax values are about 1/side: compare relative to the value itself.
+          const double want = lse ? log_total : log ? double(in[c]) - log_total : std::exp(double(in[c]) - log_total);
+          check.max_error = std::max(check.max_error, std::fabs(got - want) / (lse || log ? std::max(1.0, std::fabs(want)) : want));
         }
-        // Softmax values are about 1/side: compare relative to the value itself.
-        const double want = std::exp(double(in[c]) - top) / total;
-        check.max_error = std::max(check.max_error, std::fabs(out[c] - want) / want);
       }
+      const double elements = static_cast<double>(side * side);
+      Row row{workload, std::to_string(side) + "x" + std::to_string(side), side * side,
+              lse ? 4.0 * (elements + static_cast<double>(side)) : 2.0 * 4.0 * elements};
+      row.check = check;
+      row.note = "one kernel: each row read once (held in registers), written once";
+      row.etensor_us = median_us([&] { result = run(); }, 3, reps_);
+      set_copy_limit(row);
+      add(row);
     }
-    Row row{"softmax", std::to_string(side) + "x" + std::to_string(side), side * side,
-            2.0 * 4.0 * static_cast<double>(side * side)};
-    row.check = check;
-    row.kernels = 3;
-    row.note = "et::softmax: max, sum(exp(x - max)), normalize: 3 kernels, input read 3 times";
-    row.etensor_us = median_us([&] { s = et::softmax(m, 1); }, 3, reps_);
-    set_copy_limit(row);
-    add(row);
   }
 
   /// `expressions` dependent evaluations of x = x * 0.5f + y in one timed span; the time

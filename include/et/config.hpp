@@ -8,6 +8,16 @@
 #define ET_HD inline
 #endif
 
+namespace et::detail {
+/// Whether this translation unit can run kernels (for `if constexpr` where an operation's
+/// CUDA branch must not be instantiated outside nvcc).
+#if defined(ET_DEVICE_COMPILER)
+inline constexpr bool device_compiler = true;
+#else
+inline constexpr bool device_compiler = false;
+#endif
+}  // namespace et::detail
+
 // The CUDA runtime (cudart) is usable from plain C++ translation units when the
 // et::et target found a CUDA toolkit (it defines ET_WITH_CUDA). Kernels, however,
 // can only be compiled by nvcc: see ET_DEVICE_COMPILER.

@@ -23,6 +23,7 @@
 #include "et/layout.hpp"
 #include "et/ops/creation.hpp"
 #include "et/ops/reduce.hpp"
+#include "et/ops/softmax.hpp"
 #include "et/runtime/allocator.hpp"
 #include "et/runtime/device_runtime.hpp"
 #include "et/runtime/dispatch.hpp"

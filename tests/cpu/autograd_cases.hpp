@@ -103,6 +103,12 @@ void check_reduction_gradients() {
   gradcheck<D>("norm over axis 0", [](const auto& a) { return et::norm(a, 0); }, x);
   gradcheck<D>("logsumexp", [](const auto& a) { return et::logsumexp(a, 1); }, x);
   gradcheck<D>("softmax", [](const auto& a) { return et::softmax(a, 1); }, x);
+  gradcheck<D>("softmax over axis 0", [](const auto& a) { return et::softmax(a, 0); }, x);
+  gradcheck<D>("log_softmax", [](const auto& a) { return et::log_softmax(a, 1); }, x);
+  gradcheck<D>("log_softmax of a transposed expression",
+               [](const auto& a, const auto& b) { return et::log_softmax(a.transpose(0, 1) * b, 0); }, x,
+               grad_input(S1{3}, 36));
+  gradcheck<D>("logsumexp over axis 0, keepdim", [](const auto& a) { return et::logsumexp(a, 0, true); }, x);
   gradcheck<D>("sum of 0-d", [](const auto& a) { return et::sum(a * 2.0); }, grad_input(S0{}, 34));
   gradcheck<D>("sum of empty", [](const auto& a) { return et::sum(a); }, grad_input(S2{0, 3}, 35));
 }

@@ -165,33 +165,6 @@ TEST_CASE("a reduction inside a further expression is computed once", "[reductio
   }
 }
 
-TEST_CASE("softmax and logsumexp are stable for large inputs", "[reductions]") {
-  const std::int64_t rows = GENERATE(1, 4), cols = GENERATE(1, 3, 1000);
-  CAPTURE(rows, cols);
-  auto values = random_values<double>(static_cast<std::size_t>(rows * cols), 5, -50, 50);
-  values[0] = 1000.0;  // exp(1000) overflows unless the maximum is subtracted
-  const auto x = et::from_vector(et::cpu, values, {rows, cols});
-  const auto s = et::softmax(x, 1).to_vector();
-  const auto l = et::logsumexp(x, 1).to_vector();
-  static_assert(decltype(et::logsumexp(x, 1))::rank == 1 && decltype(et::softmax(x, 1))::rank == 2);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    double m = -INFINITY, total = 0;
-    for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, values[static_cast<std::size_t>(r * cols + c)]);
-    for (std::int64_t c = 0; c < cols; ++c) total += std::exp(values[static_cast<std::size_t>(r * cols + c)] - m);
-    CHECK(l[static_cast<std::size_t>(r)] == Approx(m + std::log(total)).epsilon(1e-14));
-    double row_sum = 0;
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const double expected = std::exp(values[static_cast<std::size_t>(r * cols + c)] - m) / total;
-      REQUIRE(s[static_cast<std::size_t>(r * cols + c)] == Approx(expected).epsilon(1e-13).margin(1e-300));
-      row_sum += s[static_cast<std::size_t>(r * cols + c)];
-    }
-    CHECK(row_sum == Approx(1.0).epsilon(1e-13));
-  }
-  // A row of -inf: logsumexp is -inf (not NaN), as in PyTorch.
-  const auto minus_inf = et::full<float>(et::cpu, {2, 3}, -INFINITY);
-  for (float v : et::logsumexp(minus_inf, 1).to_vector()) CHECK(v == -INFINITY);
-}
-
 TEST_CASE("empty inputs and NaN", "[reductions][errors]") {
   const auto empty = et::zeros<float>(et::cpu, {0});
   CHECK(et::sum(empty).item() == 0.0f);

@@ -21,6 +21,7 @@
 #include "et/autograd/graph.hpp"
 #include "et/ops/creation.hpp"
 #include "et/ops/reduce.hpp"
+#include "et/ops/softmax.hpp"
 #include "et/tensor.hpp"
 
 namespace et::nn {
@@ -78,9 +79,7 @@ Tensor<T, 0, D> cross_entropy_on(const Tensor<T, 2, D>& logits, const Tensor<std
   {
     NoGradGuard no_grad;  // recorded below as one node
     const Tensor<T, 2, D> x = logits.detach();
-    const auto m = max(x, 1, true);
-    const auto finite_max = eval(where(abs(m) == INFINITY, T(0), m));
-    lse = eval(log(sum(exp(x - finite_max), 1)) + finite_max.squeeze(1));
+    lse = logsumexp(x, 1);  // one kernel
     const auto picked = sum(where(detail::column_index<D>(classes) == labels.unsqueeze(1), x, T(0)), 1);
     // A label out of range (only possible on a GPU here) makes the loss NaN.
     const auto poison = where(detail::labels_in_range(labels, classes), T(0), static_cast<T>(NAN));

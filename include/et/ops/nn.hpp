@@ -72,12 +72,6 @@ inline std::string describe_pooling(const PoolGeometry& g) {
   return "pooling input " + format_shape(g.input_shape()) + " (" + layout_name(g.layout) + ")";
 }
 
-#if defined(ET_DEVICE_COMPILER)
-inline constexpr bool device_compiler = true;
-#else
-inline constexpr bool device_compiler = false;
-#endif
-
 /// Records y = conv2d(x, w[, bias]) for autograd: one node whose backward runs the
 /// backend's data and filter gradients (cuDNN / im2col) and sums dy for the bias.
 template <class T, class D, class TB, int RB, class DB>

@@ -1,5 +1,5 @@
 // Reductions: sum mean max min prod norm (all elements, or one axis), argmax argmin,
-// all any, and the numerically stable logsumexp and softmax. A reduction consumes an
+// all any (softmax, log_softmax and logsumexp: ops/softmax.hpp). A reduction consumes an
 // elementwise expression directly: et::sum((x - y) * (x - y)) reads x and y once and
 // never materializes the product. Results are tensors on the expression's device, so a
 // reduction inside a further expression (x - et::max(x, 1, true)) is computed once.
@@ -193,33 +193,5 @@ ET_AXIS_REDUCTION(any, detail::AnyOp, bool, false, (void)0)
 ET_AXIS_REDUCTION(argmax, detail::ArgMaxOp, std::int64_t, true, (void)0)
 ET_AXIS_REDUCTION(argmin, detail::ArgMinOp, std::int64_t, true, (void)0)
 #undef ET_AXIS_REDUCTION
-
-/// log(sum(exp(e))) along `axis`, computed as m + log(sum(exp(e - m))) with m the
-/// (finite-masked) maximum, so large inputs neither overflow nor lose precision; a
-/// slice of all -inf gives -inf. Rank R - 1. Three kernels on CUDA (max, sum, combine).
-template <Expression E>
-auto logsumexp(const E& e, int axis) {
-  detail::require_floating<E>("logsumexp");
-  const auto m = [&] {  // a constant for autograd: the result does not depend on it
-    NoGradGuard no_grad;
-    return max(e, axis, true);
-  }();
-  const auto finite_max = eval(where(abs(m) == INFINITY, 0.0f, m));
-  const auto total = sum(exp(e - finite_max), axis);
-  return eval(log(total) + finite_max.squeeze(axis));
-}
-
-/// exp(e) / sum(exp(e)) along `axis`, with the maximum subtracted first (so it never
-/// overflows). Rank R. Three kernels on CUDA (max, sum, normalize).
-template <Expression E>
-auto softmax(const E& e, int axis) {
-  detail::require_floating<E>("softmax");
-  const auto m = [&] {  // a constant for autograd: the result does not depend on it
-    NoGradGuard no_grad;
-    return max(e, axis, true);
-  }();
-  const auto total = sum(exp(e - m), axis, true);
-  return eval(exp(e - m) / total);
-}
 
 }  // namespace et
