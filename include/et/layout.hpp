@@ -104,6 +104,45 @@ std::array<std::int64_t, OutR> broadcast_strides(const std::array<std::int64_t, 
   return out;
 }
 
+/// How a broadcast operand maps the output's row-major linear index i to its own offset,
+/// (i / div) % mod, when its (broadcast) strides are zeros, then a contiguous block, then
+/// zeros, from the last axis out (axes of extent 1 aside): a row vector added to a matrix
+/// has div 1, a column vector div = the row length, a per-channel bias over N x C x H x W
+/// div = H * W and mod = C. `mod` 0: the operand does not read that way.
+struct LinearWrap {
+  std::int64_t div = 1, mod = 0;
+};
+template <std::size_t R>
+LinearWrap linear_wrap(const std::array<std::int64_t, R>& shape, const std::array<std::int64_t, R>& strides) {
+  LinearWrap wrap;
+  std::int64_t block = 1;  // the contiguous block's extent so far
+  int phase = 0;           // 0: trailing zeros, 1: the block, 2: leading zeros
+  for (std::size_t k = 0; k != R; ++k) {
+    const std::size_t d = R - 1 - k;
+    if (shape[d] == 1) continue;
+    if (strides[d] == 0) {
+      if (phase == 0) wrap.div *= shape[d];
+      else phase = 2;
+    } else if (phase <= 1 && strides[d] == block) {
+      phase = 1;
+      block *= shape[d];
+    } else {
+      return {};
+    }
+  }
+  wrap.mod = block;
+  return wrap;
+}
+
+/// True when an operand with this wrap reads other than the output (a broadcast), within
+/// the 32-bit index arithmetic of readers.hpp.
+template <std::size_t R>
+bool wraps(const LinearWrap& wrap, const std::array<std::int64_t, R>& shape) {
+  std::int64_t n = 1;
+  for (const std::int64_t e : shape) n *= e;  // the caller checked the count
+  return wrap.mod > 0 && !(wrap.div == 1 && wrap.mod == n) && n <= std::int64_t{0xffffffff};
+}
+
 /// Largest element offset reachable through a layout (strides are non-negative).
 template <std::size_t R>
 std::int64_t max_offset(const std::array<std::int64_t, R>& shape, const std::array<std::int64_t, R>& strides) {

@@ -63,6 +63,31 @@ TEST_CASE("broadcast strides read stretched axes with stride 0", "[layout]") {
   CHECK(et::detail::max_offset(Shape<2>{0, 4}, Shape<2>{4, 1}) == 3);
 }
 
+TEST_CASE("broadcast operands read at (i / div) % mod of the output's linear index", "[layout]") {
+  using et::detail::linear_wrap;
+  auto wrap = [](const auto& shape, const auto& strides) {
+    const auto w = linear_wrap(shape, strides);
+    return std::array<std::int64_t, 2>{w.div, w.mod};
+  };
+  using Pair = std::array<std::int64_t, 2>;
+  CHECK(wrap(Shape<2>{3, 4}, Shape<2>{0, 1}) == Pair{1, 4});                // a row vector
+  CHECK(wrap(Shape<2>{3, 4}, Shape<2>{1, 0}) == Pair{4, 3});                // a column vector
+  CHECK(wrap(Shape<4>{2, 3, 5, 7}, Shape<4>{0, 1, 0, 0}) == Pair{35, 3});   // a per-channel bias
+  CHECK(wrap(Shape<3>{2, 3, 4}, Shape<3>{0, 4, 1}) == Pair{1, 12});         // a repeated matrix
+  CHECK(wrap(Shape<3>{2, 1, 4}, Shape<3>{0, 9, 1}) == Pair{1, 4});          // extent 1: any stride
+  CHECK(wrap(Shape<2>{3, 4}, Shape<2>{0, 0}) == Pair{12, 1});               // one element
+  CHECK(wrap(Shape<2>{3, 4}, Shape<2>{4, 1}) == Pair{1, 12});               // the output's own layout
+  CHECK(wrap(Shape<2>{3, 4}, Shape<2>{1, 3}).at(1) == 0);                   // transposed: no
+  CHECK(wrap(Shape<2>{3, 4}, Shape<2>{0, 2}).at(1) == 0);                   // a gap: no
+  CHECK(wrap(Shape<3>{2, 3, 4}, Shape<3>{1, 0, 0}) == Pair{12, 2});
+  CHECK(wrap(Shape<3>{2, 3, 4}, Shape<3>{1, 0, 2}).at(1) == 0);             // zeros inside the block: no
+  using et::detail::wraps;
+  CHECK(wraps(linear_wrap(Shape<2>{3, 4}, Shape<2>{0, 1}), Shape<2>{3, 4}));
+  CHECK_FALSE(wraps(linear_wrap(Shape<2>{3, 4}, Shape<2>{4, 1}), Shape<2>{3, 4}));  // not a broadcast
+  CHECK(wraps(linear_wrap(Shape<2>{3, 4}, Shape<2>{1, 0}), Shape<2>{3, 4}));
+  CHECK_FALSE(wraps(linear_wrap(Shape<2>{1 << 17, 1 << 16}, Shape<2>{0, 1}), Shape<2>{1 << 17, 1 << 16}));  // 2^33
+}
+
 TEST_CASE("axes are normalized or rejected", "[layout]") {
   CHECK(et::detail::normalize_axis(-1, 3) == 2);
   CHECK(et::detail::normalize_axis(0, 3) == 0);

@@ -110,6 +110,107 @@ TEST_CASE("non-contiguous and misaligned operands take the strided and unvectori
   }
 }
 
+TEST_CASE("operands broadcast along leading or trailing axes read at (i / div) % mod, one kernel",
+          "[elementwise][broadcast]") {
+  // Each case: output [a, b, c], and an operand of the given shape broadcast into it; the
+  // GPU's linear kernel reads it wrapped (vectorized where div or mod allow), the CPU
+  // walks coordinates: the results must agree exactly.
+  auto check = [](auto type_tag, const et::Shape<3>& out, const et::Shape<3>& operand, std::uint64_t seed) {
+    using T = decltype(type_tag);
+    CAPTURE(out, operand, sizeof(T));
+    const auto m = random_sample<T>(out, seed, -4, 4);
+    const auto b = random_sample<T>(operand, seed + 1, -4, 4);
+    const et::Tensor<T, 3, Gpu> z = m.gpu * 2 + b.gpu;
+    const et::Tensor<T, 3, Gpu> z2 = et::maximum(b.gpu, m.gpu) - b.gpu;  // the operand first, twice
+    const et::Tensor<T, 3, et::Cpu> want = m.cpu * 2 + b.cpu;
+    const et::Tensor<T, 3, et::Cpu> want2 = et::maximum(b.cpu, m.cpu) - b.cpu;
+    CHECK(z.to_vector() == want.to_vector());
+    CHECK(z2.to_vector() == want2.to_vector());
+    et::Tensor<T, 3, Gpu> again = et::empty<T>(et::cuda<0>, out);
+    test::LaunchCounter assignments;
+    again = m.gpu + b.gpu;
+    CHECK(assignments.stop().kernels() == (m.host.empty() ? 0 : 1));
+  };
+  const std::vector<std::array<et::Shape<3>, 2>> cases{
+      {et::Shape<3>{5, 64, 128}, et::Shape<3>{1, 1, 128}},   // a row vector: mod 128, vectorized
+      {et::Shape<3>{5, 64, 128}, et::Shape<3>{1, 64, 1}},    // a column: div 128 % 4 == 0, splat
+      {et::Shape<3>{7, 33, 129}, et::Shape<3>{1, 1, 129}},   // odd: scalar wrapped reads
+      {et::Shape<3>{7, 33, 129}, et::Shape<3>{7, 1, 1}},     // div 33 * 129
+      {et::Shape<3>{6, 3, 20}, et::Shape<3>{1, 3, 1}},       // a per-channel bias: div 20, mod 3
+      {et::Shape<3>{6, 3, 20}, et::Shape<3>{1, 3, 20}},      // a repeated matrix
+      {et::Shape<3>{2, 3, 4}, et::Shape<3>{1, 1, 1}},        // one element
+      {et::Shape<3>{1, 1, 7}, et::Shape<3>{1, 1, 1}},
+      {et::Shape<3>{0, 3, 4}, et::Shape<3>{1, 3, 4}},        // empty
+      {et::Shape<3>{3, 1, 4}, et::Shape<3>{1, 1, 4}}};
+  std::uint64_t seed = 7000;
+  for (const auto& [out, operand] : cases) {
+    check(float{}, out, operand, seed += 2);
+    check(double{}, out, operand, seed += 2);
+    check(et::half{}, out, operand, seed += 2);
+    check(std::int32_t{}, out, operand, seed += 2);
+  }
+  // A broadcast operand beside a transposed one: the strided kernel, the same answer.
+  const auto x = random_sample<float>(et::Shape<2>{40, 30}, 7100, -4, 4);
+  const auto row = random_sample<float>(et::Shape<2>{1, 40}, 7101, -4, 4);
+  const et::Tensor<float, 2, Gpu> mixed = x.gpu.transpose(0, 1) + row.gpu;
+  const et::Tensor<float, 2, et::Cpu> mixed_cpu = x.cpu.transpose(0, 1) + row.cpu;
+  CHECK(mixed.to_vector() == mixed_cpu.to_vector());
+  // Misaligned (an offset view): wrapped but not vectorized.
+  const auto wide = random_sample<float>(et::Shape<2>{9, 65}, 7102, -4, 4);
+  const auto shifted = wide.gpu.slice(1, 1, 65);  // [9, 64], rows 65 apart: strided
+  const auto bias = random_sample<float>(et::Shape<1>{65}, 7103, -4, 4);
+  const auto bias_view = bias.gpu.slice(0, 1, 65);  // 4 bytes past an aligned start
+  const et::Tensor<float, 2, Gpu> dense = shifted * 1.0f;
+  const et::Tensor<float, 2, Gpu> offset_sum = dense + bias_view;
+  const et::Tensor<float, 2, et::Cpu> offset_want = et::Tensor<float, 2, et::Cpu>(dense.to(et::cpu)) + bias.cpu.slice(0, 1, 65);
+  CHECK(offset_sum.to_vector() == offset_want.to_vector());
+}
+
+TEST_CASE("operands read transposed go through shared-memory tiles", "[elementwise][layout]") {
+  // Tiles of 32 x 32 of the last two axes; the results must equal the CPU's exactly.
+  for (const auto& [m, n] : std::vector<std::array<std::int64_t, 2>>{{16, 16}, {33, 47}, {64, 64}, {100, 257}, {15, 300}}) {
+    CAPTURE(m, n);
+    const auto a = random_sample<float>(et::Shape<2>{n, m}, 7200, -4, 4);  // a.T is [m, n]
+    const auto b = random_sample<float>(et::Shape<2>{n, m}, 7201, -4, 4);
+    const auto c = random_sample<float>(et::Shape<2>{m, n}, 7202, -4, 4);
+    const auto at = a.gpu.transpose(0, 1), bt = b.gpu.transpose(0, 1);
+    const auto at_cpu = a.cpu.transpose(0, 1), bt_cpu = b.cpu.transpose(0, 1);
+    // One and two staged operands, a shared subexpression, a generator.
+    const et::Tensor<float, 2, Gpu> one = at + c.gpu;
+    const et::Tensor<float, 2, Gpu> two = at * bt - c.gpu * 0.5f;
+    const auto shared = et::exp(at - bt);
+    const et::Tensor<float, 2, Gpu> bound = shared * shared + shared;
+    // column_index: a generator leaf (0, 1, ..., n - 1 along the last axis; no tensor).
+    const et::Tensor<float, 2, Gpu> generated = at + et::cast<float>(et::nn::detail::column_index<Gpu>(n));
+    CHECK(one.to_vector() == et::Tensor<float, 2, et::Cpu>(at_cpu + c.cpu).to_vector());
+    // a * b - c * 0.5f: nvcc contracts it into an fma, g++ need not.
+    check_close(two.to_vector(), as_doubles(et::Tensor<float, 2, et::Cpu>(at_cpu * bt_cpu - c.cpu * 0.5f).to_vector()),
+                arithmetic_tolerance<float>(), "two transposed operands");
+    const auto shared_cpu = et::exp(at_cpu - bt_cpu);
+    check_close(bound.to_vector(), as_doubles(et::Tensor<float, 2, et::Cpu>(shared_cpu * shared_cpu + shared_cpu).to_vector()),
+                transcendental_tolerance<float>(), "shared subexpression of transposed operands");
+    CHECK(generated.to_vector() ==
+          et::Tensor<float, 2, et::Cpu>(at_cpu + et::cast<float>(et::nn::detail::column_index<et::Cpu>(n))).to_vector());
+    // Written into a transposed destination (itself strided), and in place.
+    auto out = et::zeros<float>(et::cuda<0>, {n, m});
+    auto out_t = out.transpose(0, 1);
+    out_t = at + c.gpu;
+    CHECK(out_t.contiguous().to_vector() == one.to_vector());
+    auto in_place = c.gpu.clone();
+    in_place += at;
+    CHECK(in_place.to_vector() == one.to_vector());
+    test::LaunchCounter counter;
+    const et::Tensor<float, 2, Gpu> again = at + c.gpu;
+    CHECK(counter.stop().kernels() == 1);
+  }
+  // Rank 3 (tiles per leading index), double, the last two axes swapped.
+  const auto x = random_sample<double>(et::Shape<3>{3, 70, 40}, 7210, -2, 2);
+  const auto y = random_sample<double>(et::Shape<3>{3, 40, 70}, 7211, -2, 2);
+  const et::Tensor<double, 3, Gpu> z = et::exp(x.gpu.transpose(1, 2)) * y.gpu;
+  const et::Tensor<double, 3, et::Cpu> want = et::exp(x.cpu.transpose(1, 2)) * y.cpu;
+  check_close(z.to_vector(), as_doubles(want.to_vector()), transcendental_tolerance<double>(), "rank 3, double");
+}
+
 TEST_CASE("assignment forms: z = expr, compound assignment, aliasing", "[elementwise][assign]") {
   const std::int64_t n = GENERATE(values<std::int64_t>({1, 3, 127, 1000003}));
   CAPTURE(n);

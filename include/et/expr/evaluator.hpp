@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -71,6 +72,11 @@ void for_each_leaf(const MapExpr<Op, Cs...>& e, F&& f) {
 struct ElementwisePlan {
   bool linear = true;            ///< every operand can be read at the output's linear index
   std::int64_t max_index = 0;    ///< largest index or element offset the evaluation touches
+  /// Every operand can be read at the output's linear index i or, broadcast, at
+  /// (i / div) % mod (layout.hpp's linear_wrap; the GPU's linear kernel does this).
+  bool wrapped = true;
+  /// Vectors of V elements serve the wrapped operands when V divides this (0: none wrapped).
+  std::int64_t wrap_granule = 0;
 };
 
 /// Inspects every leaf of an expression read in the index space `shape`: can it be read
@@ -90,10 +96,19 @@ ElementwisePlan plan_reads(const std::array<std::int64_t, R>& shape, const E& ex
     if constexpr (is_tensor_v<Leaf>) {
       if (!leaf.defined()) throw Error("et: an undefined (default-constructed) tensor was used in an expression");
       const auto strides = broadcast_strides(leaf.shape(), leaf.strides(), shape);
-      plan.linear = plan.linear && reads_like_output(strides);
+      const bool like_output = reads_like_output(strides);
+      plan.linear = plan.linear && like_output;
+      if (!like_output) {
+        const LinearWrap wrap = linear_wrap(shape, strides);
+        plan.wrapped = plan.wrapped && wraps(wrap, shape);
+        plan.wrap_granule = std::gcd(plan.wrap_granule, wrap.div > 1 ? wrap.div : wrap.mod);
+      }
       plan.max_index = std::max(plan.max_index, max_offset(shape, strides));
     } else {
-      plan.linear = plan.linear && reads_like_output(broadcast_strides(leaf.shape(), contiguous_strides(leaf.shape()), shape));
+      const bool like_output =
+          reads_like_output(broadcast_strides(leaf.shape(), contiguous_strides(leaf.shape()), shape));
+      plan.linear = plan.linear && like_output;
+      plan.wrapped = plan.wrapped && like_output;
     }
   });
   return plan;
@@ -105,6 +120,7 @@ template <class T, int R, class D, class E>
 ElementwisePlan plan_elementwise(const Tensor<T, R, D>& dst, const E& expr) {
   ElementwisePlan plan = plan_reads(dst.shape(), expr);
   plan.linear = plan.linear && dst.is_contiguous();
+  plan.wrapped = plan.wrapped && dst.is_contiguous();
   plan.max_index = std::max(plan.max_index, max_offset(dst.shape(), dst.strides()));
   return plan;
 }

@@ -42,7 +42,13 @@ void copy_strides(Index (&out)[R > 0 ? R : 1], const std::array<std::int64_t, R>
 template <int OutR, class Index, class T, int R, class D>
 auto make_reader(const Tensor<T, R, D>& t, const Shape<OutR>& out_shape) {
   TensorReader<T, OutR, Index> reader{t.data(), {}};
-  copy_strides<Index, OutR>(reader.strides, broadcast_strides(t.shape(), t.strides(), out_shape));
+  const auto strides = broadcast_strides(t.shape(), t.strides(), out_shape);
+  copy_strides<Index, OutR>(reader.strides, strides);
+  const LinearWrap wrap = linear_wrap(out_shape, strides);
+  if (wraps(wrap, out_shape)) {
+    reader.wrap_div = static_cast<std::uint32_t>(wrap.div);  // a broadcast operand (readers.hpp)
+    reader.wrap_mod = static_cast<std::uint32_t>(wrap.mod);
+  }
   return reader;
 }
 template <int OutR, class Index, class T>
@@ -136,6 +142,17 @@ struct Program {
            ...);
   }
 };
+
+/// Calls f(reader) on every TensorReader of a program: the bindings', then the root's.
+template <class Root, class... Bindings, class F, std::size_t... Is>
+ET_HD void for_each_binding_tensor_reader(Program<Root, Bindings...>& program, F& f, std::index_sequence<Is...>) {
+  (for_each_tensor_reader(pack_get<Is>(program.bindings), f), ...);
+}
+template <class Root, class... Bindings, class F>
+ET_HD void for_each_tensor_reader(Program<Root, Bindings...>& program, F& f) {
+  for_each_binding_tensor_reader(program, f, std::index_sequence_for<Bindings...>{});
+  for_each_tensor_reader(program.root, f);
+}
 
 /// Builds the program of an expression read in the index space of `shape`.
 ///

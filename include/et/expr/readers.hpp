@@ -76,22 +76,44 @@ bool same_bytes(const T& a, const T& b) {
 }
 
 /// Reads elements of type T and hands them on in T's compute type (half -> float).
+/// `wrap_mod` > 0 (set only for a broadcast operand, layout.hpp's linear_wrap): on the GPU
+/// the linear modes read element (i / wrap_div) % wrap_mod, in 32 bits (the launcher
+/// takes this path for fewer than 2^32 elements); the CPU loops never read such an operand
+/// linearly.
 template <class T, int R, class Index>
 struct TensorReader {
   using value_type = compute_t<T>;
   const T* data;
   Index strides[R > 0 ? R : 1];
+  std::uint32_t wrap_div = 1, wrap_mod = 0;
   template <class Ctx>
   ET_HD value_type linear(Index i, const Ctx&) const {
+#if defined(__CUDA_ARCH__)
+    if (wrap_mod) return static_cast<value_type>(data[static_cast<std::uint32_t>(i) / wrap_div % wrap_mod]);
+#endif
     return static_cast<value_type>(data[i]);
   }
   template <class Ctx>
   ET_HD value_type strided(Index, const Coord<R, Index>& c, const Ctx&) const {
     return static_cast<value_type>(data[dot<R, Index>(c, strides)]);
   }
+  /// V elements from i (a multiple of V). Wrapped: a row of a repeated block (wrap_mod a
+  /// multiple of V) or V copies of one element (wrap_div a multiple of V).
   template <int V, class Ctx>
   ET_HD Vec<value_type, V> vector(Index i, const Ctx&) const {
-    const Vec<T, V> loaded = *reinterpret_cast<const Vec<T, V>*>(data + i);  // one wide load of V elements
+    Vec<T, V> loaded;
+#if defined(__CUDA_ARCH__)
+    if (wrap_mod && wrap_div > 1) {
+      const T value = data[static_cast<std::uint32_t>(i) / wrap_div % wrap_mod];
+ET_UNROLL
+      for (int k = 0; k < V; ++k) loaded.v[k] = value;
+    } else {
+      const Index at = wrap_mod ? static_cast<Index>(static_cast<std::uint32_t>(i) % wrap_mod) : i;
+      loaded = *reinterpret_cast<const Vec<T, V>*>(data + at);  // one wide load of V elements
+    }
+#else
+    loaded = *reinterpret_cast<const Vec<T, V>*>(data + i);
+#endif
     if constexpr (std::is_same_v<value_type, T>) {
       return loaded;
     } else {
@@ -230,6 +252,23 @@ void for_each_slot(MapReader<Op, Readers...>& reader, F& f) {
   [&]<std::size_t... Is>(std::index_sequence<Is...>) {
     (for_each_slot(pack_get<Is>(reader.children), f), ...);
   }(std::index_sequence_for<Readers...>{});
+}
+
+/// Calls f(reader) on every TensorReader inside a reader, in a fixed order, on the host or
+/// the device (the strided kernel stages transposed operands through shared memory).
+template <class Reader, class F>
+ET_HD void for_each_tensor_reader(Reader&, F&) {}
+template <class T, int R, class Index, class F>
+ET_HD void for_each_tensor_reader(TensorReader<T, R, Index>& reader, F& f) {
+  f(reader);
+}
+template <class Op, class... Readers, class F, std::size_t... Is>
+ET_HD void for_each_child_tensor_reader(MapReader<Op, Readers...>& reader, F& f, std::index_sequence<Is...>) {
+  (for_each_tensor_reader(pack_get<Is>(reader.children), f), ...);
+}
+template <class Op, class... Readers, class F>
+ET_HD void for_each_tensor_reader(MapReader<Op, Readers...>& reader, F& f) {
+  for_each_child_tensor_reader(reader, f, std::index_sequence_for<Readers...>{});
 }
 
 /// Where results go: the destination tensor's pointer and strides. The value computed

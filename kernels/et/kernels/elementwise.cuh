@@ -1,7 +1,8 @@
 // Device code only: the fused elementwise kernels. An expression compiles into at most
 // three kernels, each inlining its program a few times: the linear kernel (V-wide body
-// plus a scalar tail, 64-bit indices), the 32-bit strided kernel (strided_unroll elements
-// per thread) and the 64-bit generic kernel (one element per thread, any layout), which
+// plus a scalar tail, 64-bit indices; broadcast operands read wrapped), the 32-bit strided
+// kernel (strided_unroll elements per thread; tiles through shared memory where an operand
+// is read transposed) and the 64-bit generic kernel (one element per thread, any layout), which
 // only non-linear layouts of 2^31 elements or more reach. Plus, for programs with shared subexpressions,
 // the kernel that materializes one binding. Included by
 // include/et/backend/cuda/elementwise.hpp; compiled only by nvcc.
@@ -45,29 +46,121 @@ __global__ void __launch_bounds__(256) elementwise_linear(Writer out, Reader in,
 /// 16384^2 matrix at 0.46x of copy bandwidth).
 inline constexpr int strided_unroll = 4;
 
-/// Any layout: each element's coordinate is computed once and shared by every operand
-/// (each dots it with its own, possibly zero, strides). Block b covers blockDim.x *
-/// strided_unroll consecutive elements, thread t the ones at t, t + blockDim.x, ...
-/// (coalesced); the launcher sizes the grid for that.
+/// Tiles of the strided kernel where an operand is read transposed: tile x tile elements
+/// of the last two axes, one block each; each transposed operand's tile is first copied
+/// into shared memory along its own contiguous axis (coalesced), then read from there, so
+/// every global read and write is coalesced. The padding column keeps both shared-memory
+/// passes free of bank conflicts.
+inline constexpr int tile = 32, tile_pitch = tile + 1;
+static_assert(tile * tile == 256 * strided_unroll);
+/// Shared memory for one staged operand of element type T (16-byte aligned).
+template <class T>
+inline constexpr std::size_t staged_tile_bytes = (sizeof(T) * tile * tile_pitch + 15) / 16 * 16;
+
+/// True for an operand of a rank >= 2 index space read transposed: unit steps along the
+/// rows (axis R - 2) and larger ones along the columns.
+template <int R, class Index>
+ET_HD bool reads_transposed(const Index (&strides)[R > 0 ? R : 1]) {
+  if constexpr (R < 2) return false;
+  else return strides[R - 2] == 1 && strides[R - 1] != 0 && strides[R - 1] != 1;
+}
+
+/// Where the tiled launch is: the last two extents and the tiles along them (tiles_c 0:
+/// not tiled, elements in row-major order), and the shared memory its transposed operands take.
+template <class Index>
+struct TileGrid {
+  Index rows = 1, cols = 1, tiles_r = 0, tiles_c = 0;
+};
+
+/// Copies the tile at (r0, c0) of every transposed operand of `in` into shared memory and
+/// points the operand there: afterwards it reads element (.., r, c) of the tile at
+/// tile_memory[c - c0][r - r0], found through its strides from the same coordinates.
+template <class Reader, int R, class Index>
+__device__ void stage_transposed(Reader& in, const detail::Coord<R, Index>& origin, const TileGrid<Index>& g,
+                                 unsigned char* tile_memory) {
+  std::size_t offset = 0;
+  auto stage = [&](auto& reader) {
+    using T = std::remove_cvref_t<decltype(*reader.data)>;
+    if (!reads_transposed<R, Index>(reader.strides)) return;
+    T* staged = reinterpret_cast<T*>(tile_memory + offset);
+    offset += staged_tile_bytes<T>;
+    const T* source = reader.data + detail::dot<R, Index>(origin, reader.strides);
+    const Index column_step = reader.strides[R - 1];
+    const Index r0 = origin.c[R - 2], c0 = origin.c[R - 1];
+#pragma unroll
+    for (int k = 0; k < strided_unroll; ++k) {
+      const int e = static_cast<int>(threadIdx.x) + k * 256, r = e % tile, c = e / tile;  // r fastest: coalesced
+      if (r0 + r < g.rows && c0 + c < g.cols) staged[c * tile_pitch + r] = source[r + c * column_step];
+    }
+    reader.data = reinterpret_cast<const T*>(reinterpret_cast<std::uintptr_t>(staged) -
+                                             sizeof(T) * static_cast<std::uintptr_t>(r0 + c0 * tile_pitch));
+    for (int d = 0; d < R - 2; ++d) reader.strides[d] = 0;
+    reader.strides[R - 2] = 1;
+    reader.strides[R - 1] = tile_pitch;
+  };
+  for_each_tensor_reader(in, stage);
+  __syncthreads();
+}
+
+/// Any layout, 32-bit indices, strided_unroll elements per thread. Untiled: block b covers
+/// blockDim.x * strided_unroll consecutive elements, thread t the ones at t, t + blockDim.x,
+/// ... (coalesced), each coordinate unravelled from its index. Tiled (g.tiles_c > 0: some
+/// operand is read transposed): block b covers one tile of the last two axes, a warp a
+/// row of it, and the transposed operands are read from shared memory (stage_transposed).
+/// Each element's coordinate is shared by every operand (each dots it with its own,
+/// possibly zero, strides).
 template <class Writer, class Reader, int R, class Index>
 __global__ void __launch_bounds__(256) elementwise_strided(Writer out, Reader in, detail::Coord<R, Index> extents,
-                                                           Index n) {
+                                                           Index n, TileGrid<Index> g) {
   constexpr int U = strided_unroll;
-  const Index width = static_cast<Index>(blockDim.x);
-  const Index base = static_cast<Index>(blockIdx.x) * width * U + static_cast<Index>(threadIdx.x);
+  extern __shared__ __align__(16) unsigned char tile_memory[];
   detail::Coord<R, Index> coords[U];
-  typename Reader::value_type values[U];
+  Index indices[U];
+  bool inside[U];
+  Reader reader = in;
+  bool tiled = false;
+  if constexpr (R >= 2) {
+    if (g.tiles_c > 0) {
+      tiled = true;
+      Index b = static_cast<Index>(blockIdx.x);
+      detail::Coord<R, Index> origin{};
+      origin.c[R - 1] = (b % g.tiles_c) * tile;
+      b /= g.tiles_c;
+      origin.c[R - 2] = (b % g.tiles_r) * tile;
+      b /= g.tiles_r;
+      Index outer = b;  // the index of this tile's [rows, cols] slice
+      for (int d = R - 3; d >= 0; --d) {
+        origin.c[d] = b % extents.c[d];
+        b /= extents.c[d];
+      }
+      stage_transposed(reader, origin, g, tile_memory);
 #pragma unroll
-  for (int k = 0; k < U; ++k) {
-    const Index i = base + k * width;  // < n + U * blockDim.x: inside the launcher's index margin
-    if (i < n) {
-      coords[k] = detail::unravel<R, Index>(i, extents);
-      values[k] = in.strided(i, coords[k]);
+      for (int k = 0; k < U; ++k) {
+        coords[k] = origin;
+        coords[k].c[R - 2] += static_cast<Index>(threadIdx.x) / tile + k * (256 / tile);
+        coords[k].c[R - 1] += static_cast<Index>(threadIdx.x) % tile;
+        inside[k] = coords[k].c[R - 2] < g.rows && coords[k].c[R - 1] < g.cols;
+        indices[k] = (outer * g.rows + coords[k].c[R - 2]) * g.cols + coords[k].c[R - 1];
+      }
     }
   }
+  if (!tiled) {
+    const Index width = static_cast<Index>(blockDim.x);
+    const Index base = static_cast<Index>(blockIdx.x) * width * U + static_cast<Index>(threadIdx.x);
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      indices[k] = base + k * width;  // < n + U * blockDim.x: inside the launcher's index margin
+      inside[k] = indices[k] < n;
+      if (inside[k]) coords[k] = detail::unravel<R, Index>(indices[k], extents);
+    }
+  }
+  typename Reader::value_type values[U];
 #pragma unroll
   for (int k = 0; k < U; ++k)
-    if (base + k * width < n) out.strided(coords[k], values[k]);
+    if (inside[k]) values[k] = reader.strided(indices[k], coords[k]);
+#pragma unroll
+  for (int k = 0; k < U; ++k)
+    if (inside[k]) out.strided(coords[k], values[k]);
 }
 
 /// Any layout, any index type, one element per thread and iteration: the path for arrays

@@ -97,6 +97,44 @@ program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_
   return make_program<R, Index>(expr, shape, materialize);
 }
 
+/// The strided kernel's launch: tiles of the last two axes, with shared memory for the
+/// operands read transposed, when there are such operands (kernels::reads_transposed) and
+/// both axes are long enough to fill a tile; else consecutive elements per block.
+template <class Index>
+struct StridedLaunch {
+  int blocks = 1;
+  std::size_t shared_bytes = 0;
+  kernels::TileGrid<Index> tiles;
+};
+template <class Index, class Program, std::size_t N>
+StridedLaunch<Index> plan_strided(Program& program, const std::array<std::int64_t, N>& shape, std::int64_t n) {
+  constexpr int R = static_cast<int>(N);
+  StridedLaunch<Index> launch;
+  launch.blocks = grid_for((n + kernels::strided_unroll - 1) / kernels::strided_unroll);
+  if constexpr (R >= 2) {
+    const std::int64_t rows = shape[N - 2], cols = shape[N - 1];
+    constexpr std::int64_t shortest = kernels::tile / 2, most_shared = 48 * 1024;
+    if (n == 0 || rows < shortest || cols < shortest) return launch;
+    std::size_t bytes = 0;
+    auto count = [&](auto& reader) {
+      using T = std::remove_cvref_t<decltype(*reader.data)>;
+      if (kernels::reads_transposed<R, Index>(reader.strides)) bytes += kernels::staged_tile_bytes<T>;
+    };
+    for_each_tensor_reader(program, count);
+    // Staged operands are read at r + c * tile_pitch from the tile's own coordinates.
+    const bool fits = rows + cols * kernels::tile_pitch < std::numeric_limits<Index>::max();
+    if (bytes == 0 || bytes > most_shared || !fits) return launch;
+    const std::int64_t tiles_r = (rows + kernels::tile - 1) / kernels::tile, tiles_c = (cols + kernels::tile - 1) / kernels::tile;
+    const std::int64_t blocks = n / (rows * cols) * tiles_r * tiles_c;
+    if (blocks > std::numeric_limits<std::int32_t>::max()) return launch;
+    launch.blocks = static_cast<int>(blocks);
+    launch.shared_bytes = bytes;
+    launch.tiles = {static_cast<Index>(rows), static_cast<Index>(cols), static_cast<Index>(tiles_r),
+                    static_cast<Index>(tiles_c)};
+  }
+  return launch;
+}
+
 template <int I, class T, int R, class E>
 void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr) {
   const ElementwisePlan plan = plan_elementwise(dst, expr);
@@ -109,9 +147,11 @@ void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr
   // nvcc 13's cicc takes time exponential in the nesting depth of the reader type (depth 5:
   // over 100 s instead of 7 s) for byte-identical PTX. docs/design.md has the reproducer.
   constexpr int V = vector_width<T>;
-  const bool vectorized = plan.linear && vector_aligned<V>(dst, expr);
+  // The linear kernel also takes operands broadcast along leading or trailing axes (a bias
+  // row or column), read at (i / div) % mod: plan.wrapped (expr/evaluator.hpp).
+  const bool vectorized = plan.wrapped && plan.wrap_granule % V == 0 && vector_aligned<V>(dst, expr);
   const std::int64_t linear_threads = vectorized ? (n + V - 1) / V : n;
-  if (plan.linear && linear_threads <= max_grid_threads) {
+  if (plan.wrapped && linear_threads <= max_grid_threads) {
     // 64-bit indices: no slower on large arrays (addresses are 64-bit anyway) and faster on
     // tiny ones (a CUDA graph of dependent launches on 1024 floats, H200: 0.92 us per
     // kernel against 0.98 with 32-bit indices, the rest of the kernel alike).
@@ -128,9 +168,9 @@ void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr
     using Index = std::int32_t;
     auto program = build_program<I, Index>(expr, dst.shape(), stream, buffers);
     auto writer = make_writer<Index>(dst);
-    const std::int64_t work = (n + kernels::strided_unroll - 1) / kernels::strided_unroll;
-    kernels::elementwise_strided<<<grid_for(work), block_threads, 0, stream>>>(
-        writer, program, to_coord<Index>(dst.shape()), static_cast<Index>(n));
+    const StridedLaunch<Index> launch = plan_strided<Index>(program, dst.shape(), n);
+    kernels::elementwise_strided<<<launch.blocks, block_threads, launch.shared_bytes, stream>>>(
+        writer, program, to_coord<Index>(dst.shape()), static_cast<Index>(n), launch.tiles);
   }
   ET_CUDA_CHECK(cudaGetLastError());
 }
