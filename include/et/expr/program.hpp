@@ -41,13 +41,16 @@ void copy_strides(Index (&out)[R > 0 ? R : 1], const std::array<std::int64_t, R>
 
 template <int OutR, class Index, class T, int R, class D>
 auto make_reader(const Tensor<T, R, D>& t, const Shape<OutR>& out_shape) {
-  TensorReader<T, OutR, Index> reader{t.data(), {}};
+  TensorReader<T, OutR, Index> reader{};
+  reader.data = t.data();
   const auto strides = broadcast_strides(t.shape(), t.strides(), out_shape);
   copy_strides<Index, OutR>(reader.strides, strides);
-  const LinearWrap wrap = linear_wrap(out_shape, strides);
-  if (wraps(wrap, out_shape)) {
-    reader.wrap_div = static_cast<std::uint32_t>(wrap.div);  // a broadcast operand (readers.hpp)
-    reader.wrap_mod = static_cast<std::uint32_t>(wrap.mod);
+  if constexpr (TensorReader<T, OutR, Index>::wraps) {
+    const LinearWrap wrap = linear_wrap(out_shape, strides);
+    if (wraps(wrap, out_shape)) {
+      reader.wrap_div = static_cast<std::uint32_t>(wrap.div);  // a broadcast operand (readers.hpp)
+      reader.wrap_mod = static_cast<std::uint32_t>(wrap.mod);
+    }
   }
   return reader;
 }

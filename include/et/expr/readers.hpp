@@ -75,21 +75,31 @@ bool same_bytes(const T& a, const T& b) {
   return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
-/// Reads elements of type T and hands them on in T's compute type (half -> float).
-/// `wrap_mod` > 0 (set only for a broadcast operand, layout.hpp's linear_wrap): on the GPU
-/// the linear modes read element (i / wrap_div) % wrap_mod, in 32 bits (the launcher
-/// takes this path for fewer than 2^32 elements); the CPU loops never read such an operand
-/// linearly.
+/// How the linear kernel reads a broadcast operand (layout.hpp's linear_wrap): element
+/// (i / wrap_div) % wrap_mod of the output's index i, in 32 bits (the launcher takes this
+/// path for fewer than 2^32 elements); wrap_mod 0: element i. Only 64-bit programs, the
+/// linear kernel's, carry it: the 32-bit ones stay as small as before (an empty base).
+template <bool Wide>
+struct ReaderWrap {
+  std::uint32_t wrap_div = 1, wrap_mod = 0;
+};
+template <>
+struct ReaderWrap<false> {};
+
+/// Reads elements of type T and hands them on in T's compute type (half -> float). On the
+/// GPU the linear modes of a 64-bit reader follow its wrap; the CPU loops never read a
+/// wrapped operand linearly (plan.linear excludes it).
 template <class T, int R, class Index>
-struct TensorReader {
+struct TensorReader : ReaderWrap<sizeof(Index) == 8> {
+  static constexpr bool wraps = sizeof(Index) == 8;
   using value_type = compute_t<T>;
   const T* data;
   Index strides[R > 0 ? R : 1];
-  std::uint32_t wrap_div = 1, wrap_mod = 0;
   template <class Ctx>
   ET_HD value_type linear(Index i, const Ctx&) const {
 #if defined(__CUDA_ARCH__)
-    if (wrap_mod) return static_cast<value_type>(data[static_cast<std::uint32_t>(i) / wrap_div % wrap_mod]);
+    if constexpr (wraps)
+      if (this->wrap_mod) return static_cast<value_type>(data[static_cast<std::uint32_t>(i) / this->wrap_div % this->wrap_mod]);
 #endif
     return static_cast<value_type>(data[i]);
   }
@@ -102,18 +112,28 @@ struct TensorReader {
   template <int V, class Ctx>
   ET_HD Vec<value_type, V> vector(Index i, const Ctx&) const {
     Vec<T, V> loaded;
+    Index at = i;
 #if defined(__CUDA_ARCH__)
-    if (wrap_mod && wrap_div > 1) {
-      const T value = data[static_cast<std::uint32_t>(i) / wrap_div % wrap_mod];
+    if constexpr (wraps) {
+      if (this->wrap_mod && this->wrap_div > 1) {
+        const T value = data[static_cast<std::uint32_t>(i) / this->wrap_div % this->wrap_mod];
 ET_UNROLL
-      for (int k = 0; k < V; ++k) loaded.v[k] = value;
-    } else {
-      const Index at = wrap_mod ? static_cast<Index>(static_cast<std::uint32_t>(i) % wrap_mod) : i;
-      loaded = *reinterpret_cast<const Vec<T, V>*>(data + at);  // one wide load of V elements
+        for (int k = 0; k < V; ++k) loaded.v[k] = value;
+        return convert<V>(loaded);
+      }
+      if (this->wrap_mod) at = static_cast<Index>(static_cast<std::uint32_t>(i) % this->wrap_mod);
     }
-#else
-    loaded = *reinterpret_cast<const Vec<T, V>*>(data + i);
 #endif
+    loaded = *reinterpret_cast<const Vec<T, V>*>(data + at);  // one wide load of V elements
+    return convert<V>(loaded);
+  }
+  friend bool same_reader(const TensorReader& a, const TensorReader& b) {
+    return a.data == b.data && same_bytes(a.strides, b.strides);
+  }
+
+ private:
+  template <int V>
+  ET_HD static Vec<value_type, V> convert(const Vec<T, V>& loaded) {
     if constexpr (std::is_same_v<value_type, T>) {
       return loaded;
     } else {
@@ -122,9 +142,6 @@ ET_UNROLL
       for (int k = 0; k < V; ++k) converted.v[k] = static_cast<value_type>(loaded.v[k]);
       return converted;
     }
-  }
-  friend bool same_reader(const TensorReader& a, const TensorReader& b) {
-    return a.data == b.data && same_bytes(a.strides, b.strides);
   }
 };
 
