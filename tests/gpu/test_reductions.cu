@@ -157,7 +157,7 @@ TEST_CASE("softmax, log_softmax and logsumexp on the GPU match a long double ref
   test::check_row_op_errors<Gpu>();
 }
 
-TEST_CASE("softmax, log_softmax and logsumexp are one kernel each", "[softmax][launches]") {
+TEST_CASE("softmax, log_softmax and logsumexp are one kernel each", "[softmax][cupti]") {
   for (const std::int64_t cols : {10, 4096, 10000}) {  // a warp per row, a block, a block reading twice
     CAPTURE(cols);
     const auto x = et::randn<float>(et::cuda<0>, {64, cols}, 3);
