@@ -155,9 +155,10 @@ struct operand_device<X> {
   using type = typename X::device_type;
 };
 
-/// same_devices over the devices of elementwise operands (tensors, expressions, scalars).
+/// same_devices over the devices of elementwise operands (tensors, expressions, scalars),
+/// as the operators receive them (forwarded: references, maybe const).
 template <class... Xs>
-using same_device_operands = same_devices<typename operand_device<Xs>::type...>;
+using same_device_operands = same_devices<typename operand_device<std::remove_cvref_t<Xs>>::type...>;
 
 /// The first device in Ds that is not AnyDevice (AnyDevice if there is none); Pinned
 /// counts as Cpu, where expressions over it evaluate and put their results.

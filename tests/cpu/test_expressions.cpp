@@ -253,3 +253,34 @@ TEST_CASE("a ten-operation chain over three inputs", "[expr]") {
   }
   check_all_close(z.to_vector(), expected, 5e-6);
 }
+
+TEST_CASE("an expression holds each use of a named operand once: temporaries move in", "[expr]") {
+  // Building from temporaries moves them (expr/node.hpp): the counts below include every
+  // copy an expression keeps, so a copy left over per tree level would show.
+  const auto x = et::from_vector(et::cpu, std::vector<float>{-1.5f, 0.0f, 2.0f});
+  auto y = et::from_vector(et::cpu, std::vector<float>{0.5f, 1.0f, -3.0f});
+  const long x_alone = x.storage().use_count(), y_alone = y.storage().use_count();
+  {
+    const auto e = et::tanh(x * 0.5f + y) * et::exp(-et::abs(x)) - 1.0f;  // x twice, y once
+    CHECK(x.storage().use_count() == x_alone + 2);
+    CHECK(y.storage().use_count() == y_alone + 1);
+    auto named = x + y;                     // a named subexpression used twice is copied...
+    const auto squared = named * named;
+    CHECK(x.storage().use_count() == x_alone + 2 + 3);
+    const auto scaled = std::move(named) * 2.0f;  // ...and one moved in takes its copy along
+    CHECK(x.storage().use_count() == x_alone + 2 + 3);
+    const auto by_value = et::exp(y.clone());     // a temporary tensor moves in too
+    CHECK(std::get<0>(by_value.children()).storage().use_count() == 1);  // held by the expression alone
+    const et::Tensor<float, 1> z = e + squared - scaled + by_value;
+    const std::vector<double> xs{-1.5, 0.0, 2.0}, ys{0.5, 1.0, -3.0};
+    std::vector<double> expected;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const double s = xs[i] + ys[i];
+      expected.push_back(std::tanh(xs[i] * 0.5 + ys[i]) * std::exp(-std::fabs(xs[i])) - 1.0 + s * s - 2.0 * s +
+                         std::exp(ys[i]));
+    }
+    check_all_close(z.to_vector(), expected, 1e-6);
+  }
+  CHECK(x.storage().use_count() == x_alone);
+  CHECK(y.storage().use_count() == y_alone);
+}

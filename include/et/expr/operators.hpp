@@ -8,6 +8,8 @@
 #include "et/expr/functors.hpp"
 #include "et/expr/node.hpp"
 
+#include <utility>
+
 namespace et {
 
 /// At least one side of a binary operator must be an etensor expression.
@@ -16,115 +18,115 @@ concept ExpressionPair = Operand<A> && Operand<B> && (Expression<A> || Expressio
 
 // Arithmetic: NumPy broadcasting, PyTorch type promotion (types.hpp), integer wraparound.
 template <class A, class B> requires ExpressionPair<A, B>
-auto operator+(const A& a, const B& b) {
+auto operator+(A&& a, B&& b) {
   [[maybe_unused]] detail::same_device_operands<A, B> check;
-  return detail::make_map<detail::Add>(a, b);
+  return detail::make_map<detail::Add>(std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B> requires ExpressionPair<A, B>
-auto operator-(const A& a, const B& b) {
+auto operator-(A&& a, B&& b) {
   [[maybe_unused]] detail::same_device_operands<A, B> check;
-  return detail::make_map<detail::Sub>(a, b);
+  return detail::make_map<detail::Sub>(std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B> requires ExpressionPair<A, B>
-auto operator*(const A& a, const B& b) {
+auto operator*(A&& a, B&& b) {
   [[maybe_unused]] detail::same_device_operands<A, B> check;
-  return detail::make_map<detail::Mul>(a, b);
+  return detail::make_map<detail::Mul>(std::forward<A>(a), std::forward<B>(b));
 }
 /// True division: integer operands give float, as in PyTorch.
 template <class A, class B> requires ExpressionPair<A, B>
-auto operator/(const A& a, const B& b) {
+auto operator/(A&& a, B&& b) {
   [[maybe_unused]] detail::same_device_operands<A, B> check;
-  return detail::make_map<detail::Div>(a, b);
+  return detail::make_map<detail::Div>(std::forward<A>(a), std::forward<B>(b));
 }
 template <Expression E>
-auto operator-(const E& e) { return detail::make_map<detail::Negate>(e); }
+auto operator-(E&& e) { return detail::make_map<detail::Negate>(std::forward<E>(e)); }
 
 // Comparisons give bool masks.
 template <class A, class B> requires ExpressionPair<A, B>
-auto operator==(const A& a, const B& b) {
+auto operator==(A&& a, B&& b) {
   [[maybe_unused]] detail::same_device_operands<A, B> check;
-  return detail::make_map<detail::Equal>(a, b);
+  return detail::make_map<detail::Equal>(std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B> requires ExpressionPair<A, B>
-auto operator!=(const A& a, const B& b) {
+auto operator!=(A&& a, B&& b) {
   [[maybe_unused]] detail::same_device_operands<A, B> check;
-  return detail::make_map<detail::NotEqual>(a, b);
+  return detail::make_map<detail::NotEqual>(std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B> requires ExpressionPair<A, B>
-auto operator<(const A& a, const B& b) {
+auto operator<(A&& a, B&& b) {
   [[maybe_unused]] detail::same_device_operands<A, B> check;
-  return detail::make_map<detail::Less>(a, b);
+  return detail::make_map<detail::Less>(std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B> requires ExpressionPair<A, B>
-auto operator<=(const A& a, const B& b) {
+auto operator<=(A&& a, B&& b) {
   [[maybe_unused]] detail::same_device_operands<A, B> check;
-  return detail::make_map<detail::LessEqual>(a, b);
+  return detail::make_map<detail::LessEqual>(std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B> requires ExpressionPair<A, B>
-auto operator>(const A& a, const B& b) {
+auto operator>(A&& a, B&& b) {
   [[maybe_unused]] detail::same_device_operands<A, B> check;
-  return detail::make_map<detail::Greater>(a, b);
+  return detail::make_map<detail::Greater>(std::forward<A>(a), std::forward<B>(b));
 }
 template <class A, class B> requires ExpressionPair<A, B>
-auto operator>=(const A& a, const B& b) {
+auto operator>=(A&& a, B&& b) {
   [[maybe_unused]] detail::same_device_operands<A, B> check;
-  return detail::make_map<detail::GreaterEqual>(a, b);
+  return detail::make_map<detail::GreaterEqual>(std::forward<A>(a), std::forward<B>(b));
 }
 
 // Math functions: integer inputs compute in float.
-template <Expression E> auto exp(const E& e) { return detail::make_map<detail::Exp>(e); }
-template <Expression E> auto log(const E& e) { return detail::make_map<detail::Log>(e); }
-template <Expression E> auto log1p(const E& e) { return detail::make_map<detail::Log1p>(e); }
-template <Expression E> auto sqrt(const E& e) { return detail::make_map<detail::Sqrt>(e); }
+template <Expression E> auto exp(E&& e) { return detail::make_map<detail::Exp>(std::forward<E>(e)); }
+template <Expression E> auto log(E&& e) { return detail::make_map<detail::Log>(std::forward<E>(e)); }
+template <Expression E> auto log1p(E&& e) { return detail::make_map<detail::Log1p>(std::forward<E>(e)); }
+template <Expression E> auto sqrt(E&& e) { return detail::make_map<detail::Sqrt>(std::forward<E>(e)); }
 /// 1/sqrt(x); on CUDA the hardware rsqrt (within 2 ulp in float).
-template <Expression E> auto rsqrt(const E& e) { return detail::make_map<detail::Rsqrt>(e); }
-template <Expression E> auto sin(const E& e) { return detail::make_map<detail::Sin>(e); }
-template <Expression E> auto cos(const E& e) { return detail::make_map<detail::Cos>(e); }
-template <Expression E> auto tanh(const E& e) { return detail::make_map<detail::Tanh>(e); }
-template <Expression E> auto sigmoid(const E& e) { return detail::make_map<detail::Sigmoid>(e); }
+template <Expression E> auto rsqrt(E&& e) { return detail::make_map<detail::Rsqrt>(std::forward<E>(e)); }
+template <Expression E> auto sin(E&& e) { return detail::make_map<detail::Sin>(std::forward<E>(e)); }
+template <Expression E> auto cos(E&& e) { return detail::make_map<detail::Cos>(std::forward<E>(e)); }
+template <Expression E> auto tanh(E&& e) { return detail::make_map<detail::Tanh>(std::forward<E>(e)); }
+template <Expression E> auto sigmoid(E&& e) { return detail::make_map<detail::Sigmoid>(std::forward<E>(e)); }
 /// Exact GELU, x * Phi(x) with erf (PyTorch's approximate='none').
-template <Expression E> auto gelu(const E& e) { return detail::make_map<detail::Gelu>(e); }
+template <Expression E> auto gelu(E&& e) { return detail::make_map<detail::Gelu>(std::forward<E>(e)); }
 /// GELU's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (PyTorch's
 /// approximate='tanh'); after a matmul plus bias it fuses into the cuBLASLt call.
-template <Expression E> auto gelu_tanh(const E& e) { return detail::make_map<detail::GeluTanh>(e); }
+template <Expression E> auto gelu_tanh(E&& e) { return detail::make_map<detail::GeluTanh>(std::forward<E>(e)); }
 // These keep the element type.
-template <Expression E> auto abs(const E& e) { return detail::make_map<detail::Abs>(e); }
-template <Expression E> auto square(const E& e) { return detail::make_map<detail::Square>(e); }
+template <Expression E> auto abs(E&& e) { return detail::make_map<detail::Abs>(std::forward<E>(e)); }
+template <Expression E> auto square(E&& e) { return detail::make_map<detail::Square>(std::forward<E>(e)); }
 /// max(x, 0); NaN stays NaN.
-template <Expression E> auto relu(const E& e) { return detail::make_map<detail::Relu>(e); }
+template <Expression E> auto relu(E&& e) { return detail::make_map<detail::Relu>(std::forward<E>(e)); }
 
 /// x to the power p (either may be a scalar); computes in floating point.
 template <class A, class B> requires ExpressionPair<A, B>
-auto pow(const A& x, const B& p) {
+auto pow(A&& x, B&& p) {
   [[maybe_unused]] detail::same_device_operands<A, B> check;
-  return detail::make_map<detail::Pow>(x, p);
+  return detail::make_map<detail::Pow>(std::forward<A>(x), std::forward<B>(p));
 }
 /// Elementwise maximum; a NaN on either side gives NaN (torch.maximum).
 template <class A, class B> requires ExpressionPair<A, B>
-auto maximum(const A& a, const B& b) {
+auto maximum(A&& a, B&& b) {
   [[maybe_unused]] detail::same_device_operands<A, B> check;
-  return detail::make_map<detail::Maximum>(a, b);
+  return detail::make_map<detail::Maximum>(std::forward<A>(a), std::forward<B>(b));
 }
 /// Elementwise minimum; a NaN on either side gives NaN (torch.minimum).
 template <class A, class B> requires ExpressionPair<A, B>
-auto minimum(const A& a, const B& b) {
+auto minimum(A&& a, B&& b) {
   [[maybe_unused]] detail::same_device_operands<A, B> check;
-  return detail::make_map<detail::Minimum>(a, b);
+  return detail::make_map<detail::Minimum>(std::forward<A>(a), std::forward<B>(b));
 }
 /// minimum(maximum(x, lo), hi); lo and hi may be scalars or expressions.
 template <Expression E, Operand L, Operand H>
-auto clamp(const E& x, const L& lo, const H& hi) {
+auto clamp(E&& x, L&& lo, H&& hi) {
   [[maybe_unused]] detail::same_device_operands<E, L, H> check;
-  return detail::make_map<detail::Clamp>(x, lo, hi);
+  return detail::make_map<detail::Clamp>(std::forward<E>(x), std::forward<L>(lo), std::forward<H>(hi));
 }
 /// a where mask is true, b elsewhere; all three broadcast together.
 template <Expression M, Operand A, Operand B>
-auto where(const M& mask, const A& a, const B& b) {
+auto where(M&& mask, A&& a, B&& b) {
   [[maybe_unused]] detail::same_device_operands<M, A, B> check;
-  return detail::make_map<detail::Where>(mask, a, b);
+  return detail::make_map<detail::Where>(std::forward<M>(mask), std::forward<A>(a), std::forward<B>(b));
 }
 /// Converts each element to U (float -> int truncates toward zero; nonzero -> true).
 template <Element U, Expression E>
-auto cast(const E& e) { return detail::make_map<detail::Cast<U>>(e); }
+auto cast(E&& e) { return detail::make_map<detail::Cast<U>>(std::forward<E>(e)); }
 
 }  // namespace et
