@@ -250,6 +250,32 @@ TEST_CASE("several host threads, each on its own stream, compute and allocate at
   CHECK(wrong == 0);
 }
 
+TEST_CASE("a host thread whose first CUDA call is a launch: kernels run there, then and after", "[streams][threads]") {
+  // Kernels go through the driver's cuLaunchKernel (backend/cuda/launch.hpp), which needs the
+  // device's context current on the calling thread; a new thread has made no runtime call
+  // that would have made it so.
+  const auto x = et::from_vector(et::cuda<0>, test::random_values<float>(4099, 21));
+  Vec y = et::empty<float>(et::cuda<0>, {4099});
+  const auto hx = x.to_vector();
+  std::vector<float> first, second;
+  float total = 0;
+  std::thread([&] {
+    y = x * 3.0f + 1.0f;  // the thread's first CUDA call
+    first = y.to_vector();
+    y = et::exp(-et::abs(y));
+    total = et::sum(y).item();
+    second = y.to_vector();
+  }).join();
+  double expected_total = 0;
+  for (std::size_t i = 0; i < hx.size(); ++i) {
+    const double a = double(hx[i]) * 3.0 + 1.0;
+    CHECK(test::close(first[i], a, 1e-6));
+    CHECK(test::close(second[i], std::exp(-std::fabs(a)), 1e-5));
+    expected_total += std::exp(-std::fabs(a));
+  }
+  CHECK(test::close(total, expected_total, 1e-4));
+}
+
 TEST_CASE("two GPUs: peer copies are exact and ordered after work on user streams", "[multi-gpu]") {
   REQUIRE(et::device_count() >= 2);  // run only where gpu-check saw two GPUs
   const auto s0 = et::Stream<et::Cuda<0>>::create();

@@ -4,7 +4,13 @@
 //   linear(i, ctx)       every operand is laid out like the contiguous output;
 //   strided(i, c, ctx)   any layout: c is the output coordinate, each leaf dots it with its
 //                        (broadcast, possibly zero) strides;
-//   vector<V>(i, ctx)    V consecutive elements at once (16-byte loads on the GPU).
+//   vector<V>(i, ctx)    V consecutive elements at once (16-byte loads on the GPU), in two
+//                        steps: load<V>(i) issues every memory access of the subtree, then
+//                        compute<V>(loaded, i, ctx) does the arithmetic. A tree's loads thus
+//                        all precede its arithmetic: evaluated node by node, later operands'
+//                        loads came after earlier ones' arithmetic and branches (the wrap
+//                        checks, division's slow path), which the compiler does not hoist
+//                        loads across, and a thread waited for memory once per operand.
 // `ctx` holds the values of the shared subexpressions computed earlier for the same
 // element (expr/program.hpp); a SlotReader hands one of them on instead of recomputing it.
 #pragma once
@@ -75,75 +81,109 @@ bool same_bytes(const T& a, const T& b) {
   return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
-/// How the linear kernel reads a broadcast operand (layout.hpp's linear_wrap): element
-/// (i / wrap_div) % wrap_mod of the output's index i, in 32 bits (the launcher takes this
-/// path for fewer than 2^32 elements); wrap_mod 0: element i. Only 64-bit programs, the
-/// linear kernel's, carry it: the 32-bit ones stay as small as before (an empty base).
-template <bool Wide>
-struct ReaderWrap {
-  std::uint32_t wrap_div = 1, wrap_mod = 0;
-};
-template <>
-struct ReaderWrap<false> {};
+/// The index type of the GPU's linear kernel: 64-bit indices, every operand read at the
+/// output's row-major index i or, broadcast along leading or trailing axes, at
+/// (i / wrap_div) % wrap_mod (layout.hpp's linear_wrap). Its readers and writer hold a
+/// pointer (and a reader its wrap) but no strides, and only its readers carry a wrap: a
+/// rank-4 operand takes 16 bytes of the kernel's arguments instead of 48.
+struct LinearIndex {};
 
-/// Reads elements of type T and hands them on in T's compute type (half -> float). On the
-/// GPU the linear modes of a 64-bit reader follow its wrap; the CPU loops never read a
-/// wrapped operand linearly (plan.linear excludes it).
+/// The integer type a program of index type Index counts elements with.
+template <class Index>
+using count_t = std::conditional_t<std::is_same_v<Index, LinearIndex>, std::int64_t, Index>;
+
+/// V elements converted to their compute type.
+template <class To, class T, int V>
+ET_HD Vec<To, V> convert_vec(const Vec<T, V>& loaded) {
+  if constexpr (std::is_same_v<To, T>) {
+    return loaded;
+  } else {
+    Vec<To, V> converted;
+ET_UNROLL
+    for (int k = 0; k < V; ++k) converted.v[k] = static_cast<To>(loaded.v[k]);
+    return converted;
+  }
+}
+
+/// Reads elements of type T and hands them on in T's compute type (half -> float).
 template <class T, int R, class Index>
-struct TensorReader : ReaderWrap<sizeof(Index) == 8> {
-  static constexpr bool wraps = sizeof(Index) == 8;
+struct TensorReader {
   using value_type = compute_t<T>;
   const T* data;
   Index strides[R > 0 ? R : 1];
   template <class Ctx>
   ET_HD value_type linear(Index i, const Ctx&) const {
-#if defined(__CUDA_ARCH__)
-    if constexpr (wraps)
-      if (this->wrap_mod) return static_cast<value_type>(data[static_cast<std::uint32_t>(i) / this->wrap_div % this->wrap_mod]);
-#endif
     return static_cast<value_type>(data[i]);
   }
   template <class Ctx>
   ET_HD value_type strided(Index, const Coord<R, Index>& c, const Ctx&) const {
     return static_cast<value_type>(data[dot<R, Index>(c, strides)]);
   }
-  /// V elements from i (a multiple of V). Wrapped: a row of a repeated block (wrap_mod a
-  /// multiple of V) or V copies of one element (wrap_div a multiple of V).
+  /// V elements from i (a multiple of V): one wide load.
+  template <int V>
+  ET_HD Vec<T, V> load(Index i) const {
+    return *reinterpret_cast<const Vec<T, V>*>(data + i);
+  }
   template <int V, class Ctx>
-  ET_HD Vec<value_type, V> vector(Index i, const Ctx&) const {
-    Vec<T, V> loaded;
-    Index at = i;
-#if defined(__CUDA_ARCH__)
-    if constexpr (wraps) {
-      if (this->wrap_mod && this->wrap_div > 1) {
-        const T value = data[static_cast<std::uint32_t>(i) / this->wrap_div % this->wrap_mod];
-ET_UNROLL
-        for (int k = 0; k < V; ++k) loaded.v[k] = value;
-        return convert<V>(loaded);
-      }
-      if (this->wrap_mod) at = static_cast<Index>(static_cast<std::uint32_t>(i) % this->wrap_mod);
-    }
-#endif
-    loaded = *reinterpret_cast<const Vec<T, V>*>(data + at);  // one wide load of V elements
-    return convert<V>(loaded);
+  ET_HD Vec<value_type, V> compute(const Vec<T, V>& loaded, Index, const Ctx&) const {
+    return convert_vec<value_type>(loaded);
+  }
+  template <int V, class Ctx>
+  ET_HD Vec<value_type, V> vector(Index i, const Ctx& ctx) const {
+    return compute<V>(load<V>(i), i, ctx);
   }
   friend bool same_reader(const TensorReader& a, const TensorReader& b) {
     return a.data == b.data && same_bytes(a.strides, b.strides);
   }
+};
 
- private:
+/// The linear kernel's reader: element i, or (i / wrap_div) % wrap_mod of a broadcast
+/// operand (wrap_mod 0: element i), in 32 bits (the launcher takes this path for fewer than
+/// 2^32 elements). "Strided" reads (a shared subexpression's materialization) are linear too.
+template <class T, int R>
+struct TensorReader<T, R, LinearIndex> {
+  using value_type = compute_t<T>;
+  const T* data;
+  std::uint32_t wrap_div = 1, wrap_mod = 0;
+  template <class Ctx>
+  ET_HD value_type linear(std::int64_t i, const Ctx&) const {
+    if (wrap_mod) return static_cast<value_type>(data[static_cast<std::uint32_t>(i) / wrap_div % wrap_mod]);
+    return static_cast<value_type>(data[i]);
+  }
+  template <class C, class Ctx>
+  ET_HD value_type strided(std::int64_t i, const C&, const Ctx& ctx) const {
+    return linear(i, ctx);
+  }
+  /// V elements from i (a multiple of V). Wrapped: a row of a repeated block (wrap_mod a
+  /// multiple of V) or V copies of one element (wrap_div a multiple of V).
   template <int V>
-  ET_HD static Vec<value_type, V> convert(const Vec<T, V>& loaded) {
-    if constexpr (std::is_same_v<value_type, T>) {
-      return loaded;
-    } else {
-      Vec<value_type, V> converted;
+  ET_HD Vec<T, V> load(std::int64_t i) const {
+    std::int64_t at = i;
+    if (wrap_mod && wrap_div > 1) {
+      const T value = data[static_cast<std::uint32_t>(i) / wrap_div % wrap_mod];
+      Vec<T, V> copies;
 ET_UNROLL
-      for (int k = 0; k < V; ++k) converted.v[k] = static_cast<value_type>(loaded.v[k]);
-      return converted;
+      for (int k = 0; k < V; ++k) copies.v[k] = value;
+      return copies;
     }
+    if (wrap_mod) at = static_cast<std::uint32_t>(i) % wrap_mod;
+    return *reinterpret_cast<const Vec<T, V>*>(data + at);  // one wide load
+  }
+  template <int V, class Ctx>
+  ET_HD Vec<value_type, V> compute(const Vec<T, V>& loaded, std::int64_t, const Ctx&) const {
+    return convert_vec<value_type>(loaded);
+  }
+  template <int V, class Ctx>
+  ET_HD Vec<value_type, V> vector(std::int64_t i, const Ctx& ctx) const {
+    return compute<V>(load<V>(i), i, ctx);
+  }
+  friend bool same_reader(const TensorReader& a, const TensorReader& b) {
+    return a.data == b.data && a.wrap_div == b.wrap_div && a.wrap_mod == b.wrap_mod;
   }
 };
+
+/// What load<V>() gives for a reader that reads no memory (its values are computed).
+struct NothingLoaded {};
 
 template <class T>
 struct ScalarReader {
@@ -157,11 +197,19 @@ struct ScalarReader {
   ET_HD T strided(Index, const C&, const Ctx&) const {
     return value;
   }
+  template <int V, class Index>
+  ET_HD NothingLoaded load(Index) const {
+    return {};
+  }
   template <int V, class Index, class Ctx>
-  ET_HD Vec<T, V> vector(Index, const Ctx&) const {
+  ET_HD Vec<T, V> compute(NothingLoaded, Index, const Ctx&) const {
     Vec<T, V> out;
     for (int k = 0; k < V; ++k) out.v[k] = value;
     return out;
+  }
+  template <int V, class Index, class Ctx>
+  ET_HD Vec<T, V> vector(Index i, const Ctx& ctx) const {
+    return compute<V>(NothingLoaded{}, i, ctx);
   }
   friend bool same_reader(const ScalarReader& a, const ScalarReader& b) { return same_bytes(a.value, b.value); }
 };
@@ -179,15 +227,53 @@ struct GeneratorReader {
   ET_HD value_type strided(Index, const Coord<R, Index>& c, const Ctx&) const {
     return static_cast<value_type>(gen(static_cast<std::int64_t>(dot<R, Index>(c, strides))));
   }
+  template <int V>
+  ET_HD NothingLoaded load(Index) const {
+    return {};
+  }
   template <int V, class Ctx>
-  ET_HD Vec<value_type, V> vector(Index i, const Ctx&) const {
+  ET_HD Vec<value_type, V> compute(NothingLoaded, Index i, const Ctx&) const {
     Vec<value_type, V> out;
     for (int k = 0; k < V; ++k) out.v[k] = static_cast<value_type>(gen(static_cast<std::int64_t>(i) + k));
     return out;
   }
+  template <int V, class Ctx>
+  ET_HD Vec<value_type, V> vector(Index i, const Ctx& ctx) const {
+    return compute<V>(NothingLoaded{}, i, ctx);
+  }
   friend bool same_reader(const GeneratorReader& a, const GeneratorReader& b) {
     return same_bytes(a.gen, b.gen) && same_bytes(a.strides, b.strides);
   }
+};
+
+/// The linear kernel's generator reader (its operands all read at the output's index).
+template <class Gen, int R>
+struct GeneratorReader<Gen, R, LinearIndex> {
+  using value_type = compute_t<typename Gen::value_type>;
+  Gen gen;
+  template <class Ctx>
+  ET_HD value_type linear(std::int64_t i, const Ctx&) const {
+    return static_cast<value_type>(gen(i));
+  }
+  template <class C, class Ctx>
+  ET_HD value_type strided(std::int64_t i, const C&, const Ctx& ctx) const {
+    return linear(i, ctx);
+  }
+  template <int V>
+  ET_HD NothingLoaded load(std::int64_t) const {
+    return {};
+  }
+  template <int V, class Ctx>
+  ET_HD Vec<value_type, V> compute(NothingLoaded, std::int64_t i, const Ctx&) const {
+    Vec<value_type, V> out;
+    for (int k = 0; k < V; ++k) out.v[k] = static_cast<value_type>(gen(i + k));
+    return out;
+  }
+  template <int V, class Ctx>
+  ET_HD Vec<value_type, V> vector(std::int64_t i, const Ctx& ctx) const {
+    return compute<V>(NothingLoaded{}, i, ctx);
+  }
+  friend bool same_reader(const GeneratorReader& a, const GeneratorReader& b) { return same_bytes(a.gen, b.gen); }
 };
 
 template <class Op, class... Readers>
@@ -203,9 +289,18 @@ struct MapReader {
   ET_HD value_type strided(Index i, const C& c, const Ctx& ctx) const {
     return strided_impl(i, c, ctx, std::index_sequence_for<Readers...>{});
   }
+  /// Every child's loads, nested as the tree is.
+  template <int V, class Index>
+  ET_HD auto load(Index i) const {
+    return load_impl<V>(i, std::index_sequence_for<Readers...>{});
+  }
+  template <int V, class Index, class Loaded, class Ctx>
+  ET_HD Vec<value_type, V> compute(const Loaded& loaded, Index i, const Ctx& ctx) const {
+    return compute_impl<V>(loaded, i, ctx, std::index_sequence_for<Readers...>{});
+  }
   template <int V, class Index, class Ctx>
   ET_HD Vec<value_type, V> vector(Index i, const Ctx& ctx) const {
-    return vector_impl<V>(i, ctx, std::index_sequence_for<Readers...>{});
+    return compute<V>(load<V>(i), i, ctx);
   }
   friend bool same_reader(const MapReader& a, const MapReader& b) {
     return same_children(a, b, std::index_sequence_for<Readers...>{});
@@ -220,13 +315,19 @@ struct MapReader {
   ET_HD value_type strided_impl(Index i, const C& c, const Ctx& ctx, std::index_sequence<Is...>) const {
     return Op{}(pack_get<Is>(children).strided(i, c, ctx)...);
   }
-  template <int V, class Index, class Ctx, std::size_t... Is>
-  ET_HD Vec<value_type, V> vector_impl(Index i, const Ctx& ctx, std::index_sequence<Is...>) const {
-    // All operands' loads are issued before any arithmetic.
-    const Pack<Vec<typename Readers::value_type, V>...> loaded(pack_get<Is>(children).template vector<V>(i, ctx)...);
+  template <int V, class Index, std::size_t... Is>
+  ET_HD auto load_impl(Index i, std::index_sequence<Is...>) const {
+    using Loaded = Pack<decltype(pack_get<Is>(children).template load<V>(i))...>;
+    return Loaded(pack_get<Is>(children).template load<V>(i)...);
+  }
+  template <int V, class Index, class Loaded, class Ctx, std::size_t... Is>
+  ET_HD Vec<value_type, V> compute_impl(const Loaded& loaded, Index i, const Ctx& ctx,
+                                        std::index_sequence<Is...>) const {
+    const Pack<Vec<typename Readers::value_type, V>...> values(
+        pack_get<Is>(children).template compute<V>(pack_get<Is>(loaded), i, ctx)...);
     Vec<value_type, V> out;
 ET_UNROLL
-    for (int k = 0; k < V; ++k) out.v[k] = Op{}(pack_get<Is>(loaded).v[k]...);
+    for (int k = 0; k < V; ++k) out.v[k] = Op{}(pack_get<Is>(values).v[k]...);
     return out;
   }
   template <std::size_t... Is>
@@ -250,9 +351,17 @@ struct SlotReader {
   ET_HD T strided(Index i, const C&, const Ctx& ctx) const {
     return materialized ? materialized[i] : pack_get<K>(ctx);
   }
+  template <int V, class Index>
+  ET_HD Vec<T, V> load(Index i) const {
+    return materialized ? *reinterpret_cast<const Vec<T, V>*>(materialized + i) : Vec<T, V>{};
+  }
+  template <int V, class Index, class Ctx>
+  ET_HD Vec<T, V> compute(const Vec<T, V>& loaded, Index, const Ctx& ctx) const {
+    return materialized ? loaded : pack_get<K>(ctx);
+  }
   template <int V, class Index, class Ctx>
   ET_HD Vec<T, V> vector(Index i, const Ctx& ctx) const {
-    return materialized ? *reinterpret_cast<const Vec<T, V>*>(materialized + i) : pack_get<K>(ctx);
+    return compute<V>(load<V>(i), i, ctx);
   }
   friend bool same_reader(const SlotReader& a, const SlotReader& b) { return a.materialized == b.materialized; }
 };
@@ -304,6 +413,22 @@ struct Writer {
   }
   template <int V, class U>
   ET_HD void vector(Index i, const Vec<U, V>& values) const {
+    Vec<T, V> out;
+    for (int k = 0; k < V; ++k) out.v[k] = static_cast<T>(values.v[k]);
+    *reinterpret_cast<Vec<T, V>*>(data + i) = out;
+  }
+};
+
+/// The linear kernel's writer: a contiguous destination, its pointer alone.
+template <class T, int R>
+struct Writer<T, R, LinearIndex> {
+  T* data;
+  template <class U>
+  ET_HD void linear(std::int64_t i, U value) const {
+    data[i] = static_cast<T>(value);
+  }
+  template <int V, class U>
+  ET_HD void vector(std::int64_t i, const Vec<U, V>& values) const {
     Vec<T, V> out;
     for (int k = 0; k < V; ++k) out.v[k] = static_cast<T>(values.v[k]);
     *reinterpret_cast<Vec<T, V>*>(data + i) = out;

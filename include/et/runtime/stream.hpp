@@ -95,11 +95,13 @@ inline cudaStream_t current_stream_handle(int device) {
 /// current for the call's scope, and that device's current stream.
 class CudaCall {
  public:
-  explicit CudaCall(int device) : guard_(device), stream_(current_stream_handle(device)) {}
+  explicit CudaCall(int device) : guard_(device), device_(device), stream_(current_stream_handle(device)) {}
   cudaStream_t stream() const noexcept { return stream_; }
+  int device() const noexcept { return device_; }
 
  private:
   DeviceGuard guard_;
+  int device_;
   cudaStream_t stream_;
 };
 

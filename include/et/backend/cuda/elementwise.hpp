@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "et/backend/backend.hpp"
+#include "et/backend/cuda/launch.hpp"
 #include "et/expr/evaluator.hpp"
 #include "et/kernels/elementwise.cuh"
 #include "et/runtime/device_runtime.hpp"
@@ -83,15 +84,16 @@ inline bool fits_int32_launch(std::int64_t max_index) {
 /// The program of `expr` read in the index space `shape` on device I. Occurrences of a
 /// shared subexpression that hold operands of their own are materialized first, on the
 /// same stream, into buffers kept in `buffers` until the caller's launches are queued.
-template <int I, class Index, class E, std::size_t N, int R = static_cast<int>(N)>
-program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_t, N>& shape, cudaStream_t stream,
-                                     std::vector<std::shared_ptr<void>>& buffers) {
+template <class Index, class E, std::size_t N, int R = static_cast<int>(N)>
+program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_t, N>& shape, const CudaCall& call,
+                                     int device, std::vector<std::shared_ptr<void>>& buffers) {
   auto materialize = [&](const auto& program, int binding) -> const void* {
+    using Count = count_t<Index>;
     const std::int64_t n = checked_numel(shape);
-    buffers.push_back(allocate_bytes(I, program.binding_size(binding) * static_cast<std::size_t>(n)));
-    kernels::materialize_binding<<<grid_for(n), block_threads, 0, stream>>>(program, binding, buffers.back().get(),
-                                                                           to_coord<Index>(shape), static_cast<Index>(n));
-    ET_CUDA_CHECK(cudaGetLastError());
+    buffers.push_back(allocate_bytes(device, program.binding_size(binding) * static_cast<std::size_t>(n)));
+    launch<&kernels::materialize_binding<std::remove_cvref_t<decltype(program)>, R, Count>>(
+        call, grid_for(n), block_threads, 0, program, binding, buffers.back().get(), to_coord<Count>(shape),
+        static_cast<Count>(n));
     return buffers.back().get();
   };
   return make_program<R, Index>(expr, shape, materialize);
@@ -139,7 +141,6 @@ template <int I, class T, int R, class E>
 void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr) {
   const ElementwisePlan plan = plan_elementwise(dst, expr);
   const CudaCall call(I);
-  const cudaStream_t stream = call.stream();
   note_expression_uses(dst, expr);
   const std::int64_t n = dst.numel();
   std::vector<std::shared_ptr<void>> buffers;
@@ -148,31 +149,30 @@ void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr
   // over 100 s instead of 7 s) for byte-identical PTX. docs/design.md has the reproducer.
   constexpr int V = vector_width<T>;
   // The linear kernel also takes operands broadcast along leading or trailing axes (a bias
-  // row or column), read at (i / div) % mod: plan.wrapped (expr/evaluator.hpp).
+  // row or column), read at (i / div) % mod: plan.wrapped (expr/evaluator.hpp). Its
+  // program holds pointers and no strides (readers.hpp's LinearIndex).
   const bool vectorized = plan.wrapped && plan.wrap_granule % V == 0 && vector_aligned<V>(dst, expr);
   const std::int64_t linear_threads = vectorized ? (n + V - 1) / V : n;
   if (plan.wrapped && linear_threads <= max_grid_threads) {
-    // 64-bit indices: no slower on large arrays (addresses are 64-bit anyway) and faster on
-    // tiny ones (a CUDA graph of dependent launches on 1024 floats, H200: 0.92 us per
-    // kernel against 0.98 with 32-bit indices, the rest of the kernel alike).
-    auto program = build_program<I, std::int64_t>(expr, dst.shape(), stream, buffers);
-    auto writer = make_writer<std::int64_t>(dst);
-    kernels::elementwise_linear<V><<<grid_for(linear_threads), block_threads, 0, stream>>>(writer, program, n,
-                                                                                           vectorized);
+    auto program = build_program<LinearIndex>(expr, dst.shape(), call, I, buffers);
+    auto writer = make_writer<LinearIndex>(dst);
+    launch<&kernels::elementwise_linear<V, decltype(writer), decltype(program), std::int64_t>>(
+        call, grid_for(linear_threads), block_threads, 0, writer, program, n, vectorized);
   } else if (!fits_int32_launch(plan.max_index)) {
-    auto program = build_program<I, std::int64_t>(expr, dst.shape(), stream, buffers);
-    auto writer = make_writer<std::int64_t>(dst);
-    kernels::elementwise_generic<<<grid_for(n), block_threads, 0, stream>>>(writer, program,
-                                                                          to_coord<std::int64_t>(dst.shape()), n);
+    using Index = std::int64_t;
+    auto program = build_program<Index>(expr, dst.shape(), call, I, buffers);
+    auto writer = make_writer<Index>(dst);
+    launch<&kernels::elementwise_generic<decltype(writer), decltype(program), R, Index>>(
+        call, grid_for(n), block_threads, 0, writer, program, to_coord<Index>(dst.shape()), n);
   } else {
     using Index = std::int32_t;
-    auto program = build_program<I, Index>(expr, dst.shape(), stream, buffers);
+    auto program = build_program<Index>(expr, dst.shape(), call, I, buffers);
     auto writer = make_writer<Index>(dst);
-    const StridedLaunch<Index> launch = plan_strided<Index>(program, dst.shape(), n);
-    kernels::elementwise_strided<<<launch.blocks, block_threads, launch.shared_bytes, stream>>>(
-        writer, program, to_coord<Index>(dst.shape()), static_cast<Index>(n), launch.tiles);
+    const StridedLaunch<Index> strided = plan_strided<Index>(program, dst.shape(), n);
+    launch<&kernels::elementwise_strided<decltype(writer), decltype(program), R, Index>>(
+        call, strided.blocks, block_threads, strided.shared_bytes, writer, program, to_coord<Index>(dst.shape()),
+        static_cast<Index>(n), strided.tiles);
   }
-  ET_CUDA_CHECK(cudaGetLastError());
 }
 
 /// Runs a fused backward program (autograd/tape.hpp) over the index space `shape`: one
@@ -182,9 +182,8 @@ void run_gradient(Backend<I>, Program program, const std::array<std::int64_t, N>
   const std::int64_t n = checked_numel(shape);
   if (n == 0) return;
   const CudaCall call(I);
-  kernels::gradient<<<grid_for(n), block_threads, 0, call.stream()>>>(program, to_coord<std::int64_t>(shape), n,
-                                                                      linear);
-  ET_CUDA_CHECK(cudaGetLastError());
+  launch<&kernels::gradient<Program, static_cast<int>(N)>>(call, grid_for(n), block_threads, 0, program,
+                                                          to_coord<std::int64_t>(shape), n, linear);
 }
 
 }  // namespace et::detail::cuda_backend

@@ -18,8 +18,8 @@ template <int I, class T, int K, class Update>
 void run_multi_tensor(Backend<I>, const TensorList<T, K>& list, const Update& update) {
   if (list.count == 0) return;
   const CudaCall call(I);
-  kernels::multi_tensor_apply<<<static_cast<unsigned>(list.blocks()), block_threads, 0, call.stream()>>>(list, update);
-  ET_CUDA_CHECK(cudaGetLastError());
+  launch<&kernels::multi_tensor_apply<TensorList<T, K>, Update>>(call, static_cast<unsigned>(list.blocks()),
+                                                                  block_threads, 0, list, update);
 }
 
 }  // namespace et::detail::cuda_backend

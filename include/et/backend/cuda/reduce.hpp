@@ -41,11 +41,10 @@ inline bool fits_int32(std::int64_t max_index) {
 template <int Device, class Op, class Out, class E>
 void reduce_into(Backend<Device>, Op, const E& expr, Out* out) {
   using Acc = typename Op::acc_type;
-  constexpr int V = read_vector_width<E>;
+  constexpr int V = read_vector_width<E>, R = E::rank;
   const auto shape = expr.shape();
   const ElementwisePlan plan = plan_reads(shape, expr);
   const CudaCall call(Device);
-  const cudaStream_t stream = call.stream();
   note_expression_uses(expr);
   const std::int64_t n = checked_numel(shape);
   // Enough resident blocks to fill every SM twice over; each thread then streams.
@@ -57,37 +56,35 @@ void reduce_into(Backend<Device>, Op, const E& expr, Out* out) {
   with_index_type(fits_int32(plan.max_index), [&](auto index_tag) {
     using Index = decltype(index_tag);
     std::vector<std::shared_ptr<void>> buffers;
-    auto reader = build_program<Device, Index>(expr, shape, stream, buffers);  // not const: see elementwise.hpp
+    auto reader = build_program<Index>(expr, shape, call, Device, buffers);  // not const: see elementwise.hpp
     const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, true);
-    kernels::reduce_all_blocks<Op, reduce_threads, V><<<blocks, reduce_threads, 0, stream>>>(
-        reader, static_cast<Index>(n), mode, to_coord<Index>(shape), partials);
+    launch<&kernels::reduce_all_blocks<Op, reduce_threads, V, decltype(reader), R, Index>>(
+        call, blocks, reduce_threads, 0, reader, n, mode, to_coord<Index>(shape), partials);
   });
-  ET_CUDA_CHECK(cudaGetLastError());
-  kernels::reduce_all_finish<Op, reduce_threads><<<1, reduce_threads, 0, stream>>>(partials, blocks, n, out);
-  ET_CUDA_CHECK(cudaGetLastError());
+  launch<&kernels::reduce_all_finish<Op, reduce_threads, Out>>(call, 1, reduce_threads, 0, partials, blocks, n,
+                                                                out);
 }
 
 template <int Device, class Op, class Out, class E>
 void reduce_axis_into(Backend<Device>, Op, const E& expr, const AxisProblem& problem, Out* out) {
   using Acc = typename Op::acc_type;
-  constexpr int V = read_vector_width<E>;
+  constexpr int V = read_vector_width<E>, R = E::rank;
   const auto shape = expr.shape();
   const ElementwisePlan plan = plan_reads(shape, expr);
   const CudaCall call(Device);
-  const cudaStream_t stream = call.stream();
   note_expression_uses(expr);
   const std::int64_t outputs = problem.outer * problem.inner;
   const int sms = device_properties(Device).multiprocessors;
   with_index_type(fits_int32(plan.max_index), [&](auto index_tag) {
     using Index = decltype(index_tag);
     std::vector<std::shared_ptr<void>> buffers;
-    auto reader = build_program<Device, Index>(expr, shape, stream, buffers);  // not const: see elementwise.hpp
+    auto reader = build_program<Index>(expr, shape, call, Device, buffers);  // not const: see elementwise.hpp
     const auto extents = to_coord<Index>(shape);
     if (problem.inner == 1) {
       const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, problem.length % V == 0);
       const int blocks = static_cast<int>(std::min<std::int64_t>(outputs, std::numeric_limits<std::int32_t>::max()));
-      kernels::reduce_rows<Op, reduce_threads, V><<<blocks, reduce_threads, 0, stream>>>(
-          reader, static_cast<Index>(outputs), static_cast<Index>(problem.length), mode, extents, out);
+      launch<&kernels::reduce_rows<Op, reduce_threads, V, decltype(reader), R, Index, Out>>(
+          call, blocks, reduce_threads, 0, reader, outputs, problem.length, mode, extents, out);
       return;
     }
     const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, false);
@@ -103,19 +100,15 @@ void reduce_axis_into(Backend<Device>, Op, const E& expr, const AxisProblem& pro
     auto* partials = static_cast<Acc*>(scratch.get());
     const dim3 grid(static_cast<unsigned>(column_blocks), static_cast<unsigned>(used_chunks));
     const dim3 block(kernels::column_lanes, kernels::column_rows);
-    kernels::reduce_columns<Op><<<grid, block, 0, stream>>>(reader, static_cast<Index>(outputs),
-                                                            static_cast<Index>(problem.length),
-                                                            static_cast<Index>(problem.inner),
-                                                            static_cast<Index>(rows_per_chunk), mode, extents, partials,
-                                                            out);
+    launch<&kernels::reduce_columns<Op, decltype(reader), R, Index, Out>>(
+        call, grid, block, 0, reader, outputs, problem.length, problem.inner, rows_per_chunk, mode, extents, partials,
+        out);
     if (used_chunks > 1) {
-      ET_CUDA_CHECK(cudaGetLastError());
       const int finish_blocks = static_cast<int>((outputs + reduce_threads - 1) / reduce_threads);
-      kernels::reduce_columns_finish<Op><<<finish_blocks, reduce_threads, 0, stream>>>(
-          partials, static_cast<Index>(used_chunks), static_cast<Index>(outputs), problem.length, out);
+      launch<&kernels::reduce_columns_finish<Op, Index, Out>>(call, finish_blocks, reduce_threads, 0, partials,
+                                                              used_chunks, outputs, problem.length, out);
     }
   });
-  ET_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace et::detail::cuda_backend

@@ -51,9 +51,8 @@ void softmax_rows_into(Backend<I>, Kind, const Tensor<T, R, Cuda<I>>& x, const T
   const int blocks = static_cast<int>(
       std::clamp<std::int64_t>((g.rows + teams - 1) / teams, 1, std::numeric_limits<std::int32_t>::max()));
   const bool vectorized = rows_vectorizable<V>(in, out, g, Kind::per_element);
-  kernels::softmax_rows<Kind, V><<<blocks, kernels::softmax_threads, 0, call.stream()>>>(in, out, g, team,
-                                                                                         vectorized);
-  ET_CUDA_CHECK(cudaGetLastError());
+  launch<&kernels::softmax_rows<Kind, V, T, R1>>(call, blocks, kernels::softmax_threads, 0, in, out, g, team,
+                                                 vectorized);
 }
 
 }  // namespace et::detail::cuda_backend
