@@ -21,13 +21,9 @@ namespace et::detail {
 
 template <class Index, class T, int R, class D>
 Writer<T, R, Index> make_writer(const Tensor<T, R, D>& t) {
-  if constexpr (std::is_same_v<Index, LinearIndex>) {
-    return Writer<T, R, Index>{t.data()};
-  } else {
-    Writer<T, R, Index> writer{t.data(), {}};
-    copy_strides<Index, R>(writer.strides, t.strides());
-    return writer;
-  }
+  Writer<T, R, Index> writer{t.data(), {}};
+  copy_strides<Index, R>(writer.strides, t.strides());
+  return writer;
 }
 
 /// Calls f on every tensor and generator leaf of an expression (scalars need no planning).

@@ -44,14 +44,13 @@ auto make_reader(const Tensor<T, R, D>& t, const Shape<OutR>& out_shape) {
   TensorReader<T, OutR, Index> reader{};
   reader.data = t.data();
   const auto strides = broadcast_strides(t.shape(), t.strides(), out_shape);
-  if constexpr (std::is_same_v<Index, LinearIndex>) {
+  copy_strides<Index, OutR>(reader.strides, strides);
+  if constexpr (TensorReader<T, OutR, Index>::wraps) {
     const LinearWrap wrap = linear_wrap(out_shape, strides);
     if (wraps(wrap, out_shape)) {
       reader.wrap_div = static_cast<std::uint32_t>(wrap.div);  // a broadcast operand (readers.hpp)
       reader.wrap_mod = static_cast<std::uint32_t>(wrap.mod);
     }
-  } else {
-    copy_strides<Index, OutR>(reader.strides, strides);
   }
   return reader;
 }
@@ -61,13 +60,9 @@ auto make_reader(const ScalarExpr<T>& s, const Shape<OutR>&) {
 }
 template <int OutR, class Index, class Gen, int R, class D>
 auto make_reader(const GeneratorExpr<Gen, R, D>& g, const Shape<OutR>& out_shape) {
-  if constexpr (std::is_same_v<Index, LinearIndex>) {
-    return GeneratorReader<Gen, OutR, Index>{g.generator()};
-  } else {
-    GeneratorReader<Gen, OutR, Index> reader{g.generator(), {}};
-    copy_strides<Index, OutR>(reader.strides, broadcast_strides(g.shape(), contiguous_strides(g.shape()), out_shape));
-    return reader;
-  }
+  GeneratorReader<Gen, OutR, Index> reader{g.generator(), {}};
+  copy_strides<Index, OutR>(reader.strides, broadcast_strides(g.shape(), contiguous_strides(g.shape()), out_shape));
+  return reader;
 }
 
 // ---- Reader types ------------------------------------------------------------------

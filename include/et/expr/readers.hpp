@@ -81,16 +81,16 @@ bool same_bytes(const T& a, const T& b) {
   return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
-/// The index type of the GPU's linear kernel: 64-bit indices, every operand read at the
-/// output's row-major index i or, broadcast along leading or trailing axes, at
-/// (i / wrap_div) % wrap_mod (layout.hpp's linear_wrap). Its readers and writer hold a
-/// pointer (and a reader its wrap) but no strides, and only its readers carry a wrap: a
-/// rank-4 operand takes 16 bytes of the kernel's arguments instead of 48.
-struct LinearIndex {};
-
-/// The integer type a program of index type Index counts elements with.
-template <class Index>
-using count_t = std::conditional_t<std::is_same_v<Index, LinearIndex>, std::int64_t, Index>;
+/// How the linear kernel reads a broadcast operand (layout.hpp's linear_wrap): element
+/// (i / wrap_div) % wrap_mod of the output's index i, in 32 bits (the launcher takes this
+/// path for fewer than 2^32 elements); wrap_mod 0: element i. Only 64-bit programs, the
+/// linear kernel's, carry it: the 32-bit ones stay as small as before (an empty base).
+template <bool Wide>
+struct ReaderWrap {
+  std::uint32_t wrap_div = 1, wrap_mod = 0;
+};
+template <>
+struct ReaderWrap<false> {};
 
 /// V elements converted to their compute type.
 template <class To, class T, int V>
@@ -105,24 +105,45 @@ ET_UNROLL
   }
 }
 
-/// Reads elements of type T and hands them on in T's compute type (half -> float).
+/// Reads elements of type T and hands them on in T's compute type (half -> float). On the
+/// GPU the linear modes of a 64-bit reader follow its wrap; the CPU loops never read a
+/// wrapped operand linearly (plan.linear excludes it).
 template <class T, int R, class Index>
-struct TensorReader {
+struct TensorReader : ReaderWrap<sizeof(Index) == 8> {
+  static constexpr bool wraps = sizeof(Index) == 8;
   using value_type = compute_t<T>;
   const T* data;
   Index strides[R > 0 ? R : 1];
   template <class Ctx>
   ET_HD value_type linear(Index i, const Ctx&) const {
+#if defined(__CUDA_ARCH__)
+    if constexpr (wraps)
+      if (this->wrap_mod) return static_cast<value_type>(data[static_cast<std::uint32_t>(i) / this->wrap_div % this->wrap_mod]);
+#endif
     return static_cast<value_type>(data[i]);
   }
   template <class Ctx>
   ET_HD value_type strided(Index, const Coord<R, Index>& c, const Ctx&) const {
     return static_cast<value_type>(data[dot<R, Index>(c, strides)]);
   }
-  /// V elements from i (a multiple of V): one wide load.
+  /// V elements from i (a multiple of V). Wrapped: a row of a repeated block (wrap_mod a
+  /// multiple of V) or V copies of one element (wrap_div a multiple of V).
   template <int V>
   ET_HD Vec<T, V> load(Index i) const {
-    return *reinterpret_cast<const Vec<T, V>*>(data + i);
+    Index at = i;
+#if defined(__CUDA_ARCH__)
+    if constexpr (wraps) {
+      if (this->wrap_mod && this->wrap_div > 1) {
+        const T value = data[static_cast<std::uint32_t>(i) / this->wrap_div % this->wrap_mod];
+        Vec<T, V> copies;
+ET_UNROLL
+        for (int k = 0; k < V; ++k) copies.v[k] = value;
+        return copies;
+      }
+      if (this->wrap_mod) at = static_cast<Index>(static_cast<std::uint32_t>(i) % this->wrap_mod);
+    }
+#endif
+    return *reinterpret_cast<const Vec<T, V>*>(data + at);  // one wide load of V elements
   }
   template <int V, class Ctx>
   ET_HD Vec<value_type, V> compute(const Vec<T, V>& loaded, Index, const Ctx&) const {
@@ -134,51 +155,6 @@ struct TensorReader {
   }
   friend bool same_reader(const TensorReader& a, const TensorReader& b) {
     return a.data == b.data && same_bytes(a.strides, b.strides);
-  }
-};
-
-/// The linear kernel's reader: element i, or (i / wrap_div) % wrap_mod of a broadcast
-/// operand (wrap_mod 0: element i), in 32 bits (the launcher takes this path for fewer than
-/// 2^32 elements). "Strided" reads (a shared subexpression's materialization) are linear too.
-template <class T, int R>
-struct TensorReader<T, R, LinearIndex> {
-  using value_type = compute_t<T>;
-  const T* data;
-  std::uint32_t wrap_div = 1, wrap_mod = 0;
-  template <class Ctx>
-  ET_HD value_type linear(std::int64_t i, const Ctx&) const {
-    if (wrap_mod) return static_cast<value_type>(data[static_cast<std::uint32_t>(i) / wrap_div % wrap_mod]);
-    return static_cast<value_type>(data[i]);
-  }
-  template <class C, class Ctx>
-  ET_HD value_type strided(std::int64_t i, const C&, const Ctx& ctx) const {
-    return linear(i, ctx);
-  }
-  /// V elements from i (a multiple of V). Wrapped: a row of a repeated block (wrap_mod a
-  /// multiple of V) or V copies of one element (wrap_div a multiple of V).
-  template <int V>
-  ET_HD Vec<T, V> load(std::int64_t i) const {
-    std::int64_t at = i;
-    if (wrap_mod && wrap_div > 1) {
-      const T value = data[static_cast<std::uint32_t>(i) / wrap_div % wrap_mod];
-      Vec<T, V> copies;
-ET_UNROLL
-      for (int k = 0; k < V; ++k) copies.v[k] = value;
-      return copies;
-    }
-    if (wrap_mod) at = static_cast<std::uint32_t>(i) % wrap_mod;
-    return *reinterpret_cast<const Vec<T, V>*>(data + at);  // one wide load
-  }
-  template <int V, class Ctx>
-  ET_HD Vec<value_type, V> compute(const Vec<T, V>& loaded, std::int64_t, const Ctx&) const {
-    return convert_vec<value_type>(loaded);
-  }
-  template <int V, class Ctx>
-  ET_HD Vec<value_type, V> vector(std::int64_t i, const Ctx& ctx) const {
-    return compute<V>(load<V>(i), i, ctx);
-  }
-  friend bool same_reader(const TensorReader& a, const TensorReader& b) {
-    return a.data == b.data && a.wrap_div == b.wrap_div && a.wrap_mod == b.wrap_mod;
   }
 };
 
@@ -244,36 +220,6 @@ struct GeneratorReader {
   friend bool same_reader(const GeneratorReader& a, const GeneratorReader& b) {
     return same_bytes(a.gen, b.gen) && same_bytes(a.strides, b.strides);
   }
-};
-
-/// The linear kernel's generator reader (its operands all read at the output's index).
-template <class Gen, int R>
-struct GeneratorReader<Gen, R, LinearIndex> {
-  using value_type = compute_t<typename Gen::value_type>;
-  Gen gen;
-  template <class Ctx>
-  ET_HD value_type linear(std::int64_t i, const Ctx&) const {
-    return static_cast<value_type>(gen(i));
-  }
-  template <class C, class Ctx>
-  ET_HD value_type strided(std::int64_t i, const C&, const Ctx& ctx) const {
-    return linear(i, ctx);
-  }
-  template <int V>
-  ET_HD NothingLoaded load(std::int64_t) const {
-    return {};
-  }
-  template <int V, class Ctx>
-  ET_HD Vec<value_type, V> compute(NothingLoaded, std::int64_t i, const Ctx&) const {
-    Vec<value_type, V> out;
-    for (int k = 0; k < V; ++k) out.v[k] = static_cast<value_type>(gen(i + k));
-    return out;
-  }
-  template <int V, class Ctx>
-  ET_HD Vec<value_type, V> vector(std::int64_t i, const Ctx& ctx) const {
-    return compute<V>(NothingLoaded{}, i, ctx);
-  }
-  friend bool same_reader(const GeneratorReader& a, const GeneratorReader& b) { return same_bytes(a.gen, b.gen); }
 };
 
 template <class Op, class... Readers>
@@ -413,22 +359,6 @@ struct Writer {
   }
   template <int V, class U>
   ET_HD void vector(Index i, const Vec<U, V>& values) const {
-    Vec<T, V> out;
-    for (int k = 0; k < V; ++k) out.v[k] = static_cast<T>(values.v[k]);
-    *reinterpret_cast<Vec<T, V>*>(data + i) = out;
-  }
-};
-
-/// The linear kernel's writer: a contiguous destination, its pointer alone.
-template <class T, int R>
-struct Writer<T, R, LinearIndex> {
-  T* data;
-  template <class U>
-  ET_HD void linear(std::int64_t i, U value) const {
-    data[i] = static_cast<T>(value);
-  }
-  template <int V, class U>
-  ET_HD void vector(std::int64_t i, const Vec<U, V>& values) const {
     Vec<T, V> out;
     for (int k = 0; k < V; ++k) out.v[k] = static_cast<T>(values.v[k]);
     *reinterpret_cast<Vec<T, V>*>(data + i) = out;

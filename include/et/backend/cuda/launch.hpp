@@ -17,7 +17,6 @@
 
 #include <atomic>
 #include <cstddef>
-#include <tuple>
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -60,12 +59,25 @@ CUfunction kernel_function(int device) {
   return function;
 }
 
-template <class F>
-struct kernel_parameters;
-template <class... Params>
-struct kernel_parameters<void (*)(Params...)> {
-  using type = std::tuple<Params...>;
-};
+/// The launch itself, with every argument already of its parameter's type.
+template <auto Kernel, class... Params>
+void launch_with(const CudaCall& call, dim3 grid, dim3 block, std::size_t shared_bytes, Params... values) {
+  void* pointers[] = {static_cast<void*>(&values)..., nullptr};
+  const PFN_cuLaunchKernel_v4000 driver = driver_launch();
+  const CUfunction function = driver ? kernel_function<Kernel>(call.device()) : nullptr;
+  if (function && driver(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                         static_cast<unsigned>(shared_bytes), reinterpret_cast<CUstream>(call.stream()), pointers,
+                         nullptr) == CUDA_SUCCESS)
+    return;
+  ET_CUDA_CHECK(
+      cudaLaunchKernel(reinterpret_cast<const void*>(Kernel), grid, block, pointers, shared_bytes, call.stream()));
+}
+template <auto Kernel, class... Params, class... Args>
+void launch_as(void (*)(Params...), const CudaCall& call, dim3 grid, dim3 block, std::size_t shared_bytes,
+               const Args&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "et: a kernel launch with the wrong number of arguments");
+  launch_with<Kernel, Params...>(call, grid, block, shared_bytes, args...);
+}
 
 /// Kernel<<<grid, block, shared_bytes, call.stream()>>>(args...) on call.device(), each
 /// argument converted to its parameter's type as <<<>>> converts it, and checked. Where the
@@ -74,23 +86,7 @@ struct kernel_parameters<void (*)(Params...)> {
 /// context current or reports the error as before (et::CudaError).
 template <auto Kernel, class... Args>
 void launch(const CudaCall& call, dim3 grid, dim3 block, std::size_t shared_bytes, const Args&... args) {
-  using Parameters = typename kernel_parameters<decltype(Kernel)>::type;
-  static_assert(std::tuple_size_v<Parameters> == sizeof...(Args),
-                "et: a kernel launch with the wrong number of arguments");
-  Parameters values(args...);
-  std::apply(
-      [&](auto&... value) {
-        void* pointers[] = {static_cast<void*>(&value)..., nullptr};
-        const PFN_cuLaunchKernel_v4000 driver = driver_launch();
-        const CUfunction function = driver ? kernel_function<Kernel>(call.device()) : nullptr;
-        if (function && driver(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                               static_cast<unsigned>(shared_bytes), reinterpret_cast<CUstream>(call.stream()), pointers,
-                               nullptr) == CUDA_SUCCESS)
-          return;
-        ET_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(Kernel), grid, block, pointers, shared_bytes,
-                                       call.stream()));
-      },
-      values);
+  launch_as<Kernel>(Kernel, call, grid, block, shared_bytes, args...);
 }
 
 }  // namespace et::detail::cuda_backend
