@@ -284,3 +284,27 @@ TEST_CASE("an expression holds each use of a named operand once: temporaries mov
   CHECK(x.storage().use_count() == x_alone);
   CHECK(y.storage().use_count() == y_alone);
 }
+
+TEST_CASE("tanh on the CPU: relative accuracy at every scale, saturation and special values", "[expr]") {
+  // The CPU computes float tanh inline (expr/vector_math.hpp: a rational approximation, so
+  // that the loop vectorizes); checked here well past the unary test's range and near 0,
+  // where the absolute tolerance of that test would hide a relative error.
+  std::vector<float> values{0.0f, -0.0f, 1e-30f, -1e-20f, 3.9e-4f, 4.1e-4f, -4.1e-4f, 1e-3f, 0.1f, -0.5f, 1.0f,
+                            2.5f, -3.75f, 7.8f, 7.95f, 8.0f, -8.5f, 9.0f, 20.0f, -1e30f, 3e38f};
+  for (int k = -400; k <= 400; ++k) values.push_back(static_cast<float>(k) * 0.0231f);
+  const auto x = et::from_vector(et::cpu, values);
+  const std::vector<float> y = et::Tensor<float, 1>(et::tanh(x)).to_vector();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    CAPTURE(values[i]);
+    const double expected = std::tanh(static_cast<double>(values[i]));
+    CHECK(std::fabs(y[i] - expected) <= 5e-7 * std::fabs(expected));
+    CHECK(std::fabs(y[i]) <= 1.0f);
+    CHECK(std::signbit(y[i]) == std::signbit(values[i]));  // -0 stays -0
+  }
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const auto special_values = et::from_vector(et::cpu, std::vector<float>{inf, -inf, nan});
+  const std::vector<float> special = et::Tensor<float, 1>(et::tanh(special_values)).to_vector();
+  CHECK(special[0] == 1.0f);
+  CHECK(special[1] == -1.0f);
+  CHECK(std::isnan(special[2]));
+}

@@ -31,10 +31,17 @@ ET_MATH_UNARY(log1p)
 ET_MATH_UNARY(sqrt)
 ET_MATH_UNARY(sin)
 ET_MATH_UNARY(cos)
-ET_MATH_UNARY(tanh)
 ET_MATH_UNARY(erf)
 ET_MATH_UNARY(fabs)
 #undef ET_MATH_UNARY
+ET_HD double tanh(double x) { return ::tanh(x); }
+ET_HD float tanh(float x) {
+#if defined(__CUDA_ARCH__)
+  return ::tanhf(x);
+#else
+  return vector_math::tanh(x);  // inline and branch-free: CPU loops vectorize it (vector_math.hpp)
+#endif
+}
 ET_HD float fmax(float a, float b) { return ::fmaxf(a, b); }
 ET_HD double fmax(double a, double b) { return ::fmax(a, b); }
 ET_HD float pow(float x, float p) { return ::powf(x, p); }
