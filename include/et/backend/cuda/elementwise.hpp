@@ -81,15 +81,15 @@ inline bool fits_int32_launch(std::int64_t max_index) {
   return max_index + margin <= std::numeric_limits<std::int32_t>::max();
 }
 
-/// The program of `expr` read in the index space `shape` on device I. Occurrences of a
+/// The program of `expr` read in the index space `shape` on call.device(). Occurrences of a
 /// shared subexpression that hold operands of their own are materialized first, on the
 /// same stream, into buffers kept in `buffers` until the caller's launches are queued.
 template <class Index, class E, std::size_t N, int R = static_cast<int>(N)>
 program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_t, N>& shape, const CudaCall& call,
-                                     int device, std::vector<std::shared_ptr<void>>& buffers) {
+                                     std::vector<std::shared_ptr<void>>& buffers) {
   auto materialize = [&](const auto& program, int binding) -> const void* {
     const std::int64_t n = checked_numel(shape);
-    buffers.push_back(allocate_bytes(device, program.binding_size(binding) * static_cast<std::size_t>(n)));
+    buffers.push_back(allocate_bytes(call.device(), program.binding_size(binding) * static_cast<std::size_t>(n)));
     launch<&kernels::materialize_binding<std::remove_cvref_t<decltype(program)>, R, Index>>(
         call, grid_for(n), block_threads, 0, program, binding, buffers.back().get(), to_coord<Index>(shape),
         static_cast<Index>(n));
@@ -157,19 +157,19 @@ void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr
     // kernel against 0.98 with 32-bit indices, the rest of the kernel alike); and the same
     // program type as the generic kernel's, one instantiation of its readers fewer.
     using Index = std::int64_t;
-    auto program = build_program<Index>(expr, dst.shape(), call, I, buffers);
+    auto program = build_program<Index>(expr, dst.shape(), call, buffers);
     auto writer = make_writer<Index>(dst);
     launch<&kernels::elementwise_linear<V, decltype(writer), decltype(program), Index>>(
         call, grid_for(linear_threads), block_threads, 0, writer, program, n, vectorized);
   } else if (!fits_int32_launch(plan.max_index)) {
     using Index = std::int64_t;
-    auto program = build_program<Index>(expr, dst.shape(), call, I, buffers);
+    auto program = build_program<Index>(expr, dst.shape(), call, buffers);
     auto writer = make_writer<Index>(dst);
     launch<&kernels::elementwise_generic<decltype(writer), decltype(program), R, Index>>(
         call, grid_for(n), block_threads, 0, writer, program, to_coord<Index>(dst.shape()), n);
   } else {
     using Index = std::int32_t;
-    auto program = build_program<Index>(expr, dst.shape(), call, I, buffers);
+    auto program = build_program<Index>(expr, dst.shape(), call, buffers);
     auto writer = make_writer<Index>(dst);
     const StridedLaunch<Index> strided = plan_strided<Index>(program, dst.shape(), n);
     launch<&kernels::elementwise_strided<decltype(writer), decltype(program), R, Index>>(

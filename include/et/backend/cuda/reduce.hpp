@@ -56,7 +56,7 @@ void reduce_into(Backend<Device>, Op, const E& expr, Out* out) {
   with_index_type(fits_int32(plan.max_index), [&](auto index_tag) {
     using Index = decltype(index_tag);
     std::vector<std::shared_ptr<void>> buffers;
-    auto reader = build_program<Index>(expr, shape, call, Device, buffers);  // not const: see elementwise.hpp
+    auto reader = build_program<Index>(expr, shape, call, buffers);  // not const: see elementwise.hpp
     const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, true);
     launch<&kernels::reduce_all_blocks<Op, reduce_threads, V, decltype(reader), R, Index>>(
         call, blocks, reduce_threads, 0, reader, n, mode, to_coord<Index>(shape), partials);
@@ -78,7 +78,7 @@ void reduce_axis_into(Backend<Device>, Op, const E& expr, const AxisProblem& pro
   with_index_type(fits_int32(plan.max_index), [&](auto index_tag) {
     using Index = decltype(index_tag);
     std::vector<std::shared_ptr<void>> buffers;
-    auto reader = build_program<Index>(expr, shape, call, Device, buffers);  // not const: see elementwise.hpp
+    auto reader = build_program<Index>(expr, shape, call, buffers);  // not const: see elementwise.hpp
     const auto extents = to_coord<Index>(shape);
     if (problem.inner == 1) {
       const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, problem.length % V == 0);
