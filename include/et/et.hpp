@@ -18,3 +18,4 @@
 #include "et/ops/nn.hpp"
 #include "et/nn/loss.hpp"
 #include "et/optim/optimizers.hpp"
+#include "et/io/print.hpp"

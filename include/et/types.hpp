@@ -42,6 +42,17 @@ concept Element = std::same_as<T, float> || std::same_as<T, double> || std::same
                   std::same_as<T, std::int64_t> || std::same_as<T, bool> || std::same_as<T, half> ||
                   std::same_as<T, bfloat16>;
 
+/// The element type's name as PyTorch spells it: "float32", "float64", "float16",
+/// "bfloat16", "int32", "int64", "bool" (printing, DLPack and error messages).
+template <Element T>
+inline constexpr const char* dtype_name = std::is_same_v<T, float>          ? "float32"
+                                          : std::is_same_v<T, double>       ? "float64"
+                                          : std::is_same_v<T, half>         ? "float16"
+                                          : std::is_same_v<T, bfloat16>     ? "bfloat16"
+                                          : std::is_same_v<T, std::int32_t> ? "int32"
+                                          : std::is_same_v<T, std::int64_t> ? "int64"
+                                                                            : "bool";
+
 /// A plain C++ arithmetic value (or an et::half / et::bfloat16 value) that can appear in
 /// an expression beside tensors.
 template <class S>
