@@ -18,4 +18,9 @@
 #include "et/ops/nn.hpp"
 #include "et/nn/loss.hpp"
 #include "et/optim/optimizers.hpp"
+#include "et/interop/eigen.hpp"
+#include "et/interop/from_blob.hpp"
 #include "et/io/print.hpp"
+#if __has_include(<dlpack/dlpack.h>)
+#include "et/interop/dlpack.hpp"
+#endif

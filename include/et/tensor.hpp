@@ -160,6 +160,10 @@ class Tensor : public detail::ExprTag {
     return compound<detail::Div>(x);
   }
 
+  /// This tensor as a DLPack DLManagedTensor, sharing its storage: et::dlpack_export
+  /// (et/interop/dlpack.hpp, which et/et.hpp includes where <dlpack/dlpack.h> is found).
+  auto to_dlpack() const { return dlpack_export(*this); }
+
   /// False for a default-constructed handle.
   bool defined() const noexcept { return defined_; }
   /// True for the result of a view operation (view, reshape without a copy, transpose,
