@@ -8,6 +8,12 @@
 #define ET_HD inline
 #endif
 
+// Without OpenMP the CPU loops run on one thread, silently: say so once, at compile time.
+// (nvcc: -Xcompiler=-fopenmp; CMake's et::et adds it.) ET_NO_OPENMP: that is intended.
+#if !defined(_OPENMP) && !defined(ET_NO_OPENMP) && !defined(__CUDA_ARCH__)
+#warning "et: compiled without OpenMP (-fopenmp): CPU work runs on one thread (define ET_NO_OPENMP if intended)"
+#endif
+
 namespace et::detail {
 /// Whether this translation unit can run kernels (for `if constexpr` where an operation's
 /// CUDA branch must not be instantiated outside nvcc).

@@ -31,14 +31,16 @@ TEST_CASE("device queries agree with each other", "[runtime]") {
   CHECK_THROWS_AS(et::device_properties(-1), et::Error);
 }
 
-TEST_CASE("try_gpu picks cuda<0> when it exists, else the CPU; both paths compile", "[runtime]") {
+TEST_CASE("try_gpu in a file nvcc does not compile takes the CPU, whatever GPUs exist", "[runtime]") {
   const std::string chosen = et::try_gpu([](auto dev) {
     // The same generic code, typed for the device that was found.
     const auto x = et::zeros<float>(dev, {3});
     static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(x)>::device_type, decltype(dev)>);
     return std::string(et::device_name<decltype(dev)>);
   });
-  CHECK(chosen == (et::cuda_available() ? "cuda:0" : "cpu"));
+  // Only the CPU branch is compiled here: a GPU branch could run no kernel in a plain C++
+  // file. (Under nvcc the GPU branch is taken: the examples run on cuda:0 in gpu-check.)
+  CHECK(chosen == "cpu");
 }
 
 TEST_CASE("with_device maps an index or a name to a device type", "[runtime]") {

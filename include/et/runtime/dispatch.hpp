@@ -14,11 +14,12 @@
 namespace et {
 
 /// The seeds' try_gpu(): calls f(et::cuda<I>) if CUDA device I exists, else f(et::cpu).
-/// Both branches must return the same type. In a build without CUDA only the CPU
-/// branch is compiled, since no GPU can exist there.
+/// Both branches must return the same type. Only the CPU branch is compiled, and taken,
+/// in a file that nvcc does not compile (there no kernel could run, so a GPU branch that
+/// computes would not compile) and in a build without CUDA.
 template <int I = 0, class F>
 decltype(auto) try_gpu(F&& f) {
-#if defined(ET_HAS_CUDA_RUNTIME)
+#if defined(ET_DEVICE_COMPILER)
   if (I < device_count()) return std::forward<F>(f)(cuda<I>);
 #endif
   return std::forward<F>(f)(cpu);

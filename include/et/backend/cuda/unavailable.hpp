@@ -78,6 +78,10 @@ bool gemm(Backend<I>, const Operands&...) {
 #if !defined(ET_DEVICE_COMPILER)
 #define ET_NN_UNAVAILABLE \
   "et: conv2d, pooling and their gradients on a CUDA device need nvcc: compile this file as CUDA (a .cu file, or LANGUAGE CUDA)"
+#elif __has_include(<cudnn.h>)  // installed, but this file was compiled without it
+#define ET_NN_UNAVAILABLE                                                                                 \
+  "et: conv2d and pooling on a CUDA device need cuDNN, which is installed (cudnn.h) but not enabled for " \
+  "this file: compile with -DET_WITH_CUDNN=1 and link -lcudnn (CMake's et::et does both)"
 #else
 #define ET_NN_UNAVAILABLE                                                                                   \
   "et: conv2d and pooling on a CUDA device need cuDNN, which was not found when etensor was configured; " \
