@@ -15,6 +15,7 @@
 #include "et/autograd/linear.hpp"
 #include "et/core.hpp"
 #include "et/ops/linalg.hpp"
+#include "et/ops/join.hpp"
 #include "et/ops/nn.hpp"
 #include "et/nn/loss.hpp"
 #include "et/optim/optimizers.hpp"
