@@ -121,6 +121,7 @@ Tensor<T, R, D> from_dlpack(D dev, DLManagedTensor* managed) {
   if (dl.dtype.code != type.code || dl.dtype.bits != type.bits || dl.dtype.lanes != 1 || dl.ndim != R ||
       !same_device)
     throw Error("et: from_dlpack<" + want + ">: the DLPack tensor is " + got);
+  if (R > 0 && dl.shape == nullptr) throw Error("et: from_dlpack<" + want + ">: the DLPack tensor has no shape");
   std::array<std::int64_t, R> shape{}, strides{};
   for (int d = 0; d < R; ++d) shape[d] = dl.shape[d];
   if (dl.strides != nullptr) {
