@@ -130,12 +130,11 @@ Tensor<T, R, D> from_dlpack(D dev, DLManagedTensor* managed) {
     strides = detail::contiguous_strides(shape);
   }
   T* data = reinterpret_cast<T*>(static_cast<char*>(dl.data) + dl.byte_offset);
-  // Checked first (shape, strides, pointer); the deleter is attached only once nothing can throw.
-  Tensor<T, R, D> checked = detail::adopt(dev, data, shape, strides, detail::Borrowed{});
-  std::shared_ptr<void> storage(static_cast<void*>(data), [managed](void*) {
+  // adopt checks shape, strides and pointer before it attaches the deleter: a DLPack
+  // tensor it refuses stays the caller's.
+  return detail::adopt(dev, data, shape, strides, [managed](T*) {
     if (managed->deleter != nullptr) managed->deleter(managed);
   });
-  return Tensor<T, R, D>(std::move(storage), 0, checked.shape(), checked.strides());
 }
 
 }  // namespace et
