@@ -110,7 +110,7 @@ std::string describe(const Tensor<T, R, D>& t) {
 template <class Call>
 void run_collective(const char* what, const ProcessGroup& pg, Call&& call) {
   const ncclComm_t comm = pg.native();
-  const et::detail::CudaCall on(pg.device());
+  const et::detail::CudaCall on(pg.device(), what);
   call(comm, on.stream());
   pg.watch(what, on.stream());
 }
@@ -175,7 +175,7 @@ void reduce_scatter(Tensor<T, R, Cuda<I>>& out, const Tensor<T, R, Cuda<I>>& t, 
 /// Returns on the host once every rank has reached its barrier (and this GPU's work queued
 /// before it, on the current stream, is done).
 inline void barrier(const ProcessGroup& pg) {
-  const et::detail::CudaCall on(pg.device());
+  const et::detail::CudaCall on(pg.device(), "barrier");
   void* one = nullptr;
   ET_CUDA_CHECK(cudaMallocAsync(&one, sizeof(float), on.stream()));
   ET_CUDA_CHECK(cudaMemsetAsync(one, 0, sizeof(float), on.stream()));

@@ -261,7 +261,7 @@ class DataParallel<M, DeviceSet<D0, Rest...>> {
       if (!send.empty()) {
         ET_NCCL_CHECK(ncclGroupStart());
         Set::for_each([&](auto, auto r) {
-          const et::detail::CudaCall on(Set::indices()[r()]);
+          const et::detail::CudaCall on(Set::indices()[r()], "DataParallel broadcast");
           for (const std::size_t j : send)
             ET_NCCL_CHECK(ncclBroadcast(slots[0][j].data, slots[r()][j].data, slots[0][j].bytes, ncclUint8, 0,
                                         comms[r()], on.stream()));

@@ -81,7 +81,7 @@ Tensor<T, int(R), D> zeros(D, const std::array<std::int64_t, R>& shape) {
   const std::size_t bytes = static_cast<std::size_t>(out.numel()) * sizeof(T);
   if constexpr (D::is_cuda) {
 #if defined(ET_HAS_CUDA_RUNTIME)
-    const detail::CudaCall call(D::index);
+    const detail::CudaCall call(D::index, "zeros");
     if (bytes) ET_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, bytes, call.stream()));
 #endif
   } else if (bytes) {

@@ -113,12 +113,12 @@ void copy_between(const std::shared_ptr<void>& dst_block, void* dst, const std::
   if (bytes == 0) return;
 #if defined(ET_HAS_CUDA_RUNTIME)
   if constexpr (std::is_same_v<From, Pinned> && To::is_cuda) {
-    const CudaCall call(To::index);
+    const CudaCall call(To::index, "copy");
     ET_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, call.stream()));
     add_pending_copy(src_block, call.stream());  // host writes to the source wait for the copy
     return;
   } else if constexpr (From::is_cuda && std::is_same_v<To, Pinned>) {
-    const CudaCall call(From::index);
+    const CudaCall call(From::index, "copy");
     ET_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, call.stream()));
     if (blocking) ET_CUDA_CHECK(cudaStreamSynchronize(call.stream()));
     else add_pending_copy(dst_block, call.stream());

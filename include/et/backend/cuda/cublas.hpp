@@ -262,7 +262,7 @@ bool gemm(Backend<I>, const GemmProblem& p, MathMode mode, GemmEpilogue epilogue
   const gemm_scale_t<T> alpha = static_cast<gemm_scale_t<T>>(p.scale.alpha);
   const gemm_scale_t<T> beta = static_cast<gemm_scale_t<T>>(p.scale.beta);  // C is D (in place)
 
-  const CudaCall call(device);
+  const CudaCall call(device, "matmul");
   const cudaStream_t stream = call.stream();
   BlasContext& context = blas_context(device, stream);
   std::lock_guard lock(context.mutex);

@@ -543,6 +543,9 @@ inline CachedPlan search(Context& context, int device, Direction direction, cudn
 /// device. All three tensors are packed in g.layout.
 inline void convolution(int device, Direction direction, cudnnDataType_t type, const ConvGeometry& g, bool allow_tf32,
                         const Operands& operands) {
+  const TraceRange range(direction == Direction::forward         ? "conv2d"
+                         : direction == Direction::backward_data ? "conv2d backward data"
+                                                                 : "conv2d backward filter");
   DeviceGuard guard(device);
   Context& ctx = context(device);
   const std::string key = plan_key(direction, type, g, allow_tf32, operands);
@@ -626,6 +629,7 @@ struct Scale {
 
 /// y = max_pool2d(x) or avg_pool2d(x); both packed in g.layout.
 inline void pooling_forward(int device, cudnnDataType_t type, const PoolGeometry& g, bool max, const void* x, void* y) {
+  const TraceRange range(max ? "max_pool2d" : "avg_pool2d");
   DeviceGuard guard(device);
   Context& ctx = context(device);
   const TensorDescriptor x_desc(type, g.n, g.c, g.h, g.w, g.layout), y_desc(type, g.n, g.c, g.p, g.q, g.layout);
@@ -638,6 +642,7 @@ inline void pooling_forward(int device, cudnnDataType_t type, const PoolGeometry
 /// but cuDNN's call takes them: `y` and `x` may then be any buffers of their shapes.
 inline void pooling_backward(int device, cudnnDataType_t type, const PoolGeometry& g, bool max, const void* y,
                              const void* dy, const void* x, void* dx) {
+  const TraceRange range(max ? "max_pool2d backward" : "avg_pool2d backward");
   DeviceGuard guard(device);
   Context& ctx = context(device);
   const TensorDescriptor x_desc(type, g.n, g.c, g.h, g.w, g.layout), y_desc(type, g.n, g.c, g.p, g.q, g.layout);

@@ -139,7 +139,7 @@ StridedLaunch<Index> plan_strided(Program& program, const std::array<std::int64_
 template <int I, class T, int R, class E>
 void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr) {
   const ElementwisePlan plan = plan_elementwise(dst, expr);
-  const CudaCall call(I);
+  const CudaCall call(I, "expression");
   note_expression_uses(dst, expr);
   const std::int64_t n = dst.numel();
   std::vector<std::shared_ptr<void>> buffers;
@@ -184,7 +184,7 @@ template <int I, class Program, std::size_t N>
 void run_gradient(Backend<I>, Program program, const std::array<std::int64_t, N>& shape, bool linear) {
   const std::int64_t n = checked_numel(shape);
   if (n == 0) return;
-  const CudaCall call(I);
+  const CudaCall call(I, "autograd backward");
   launch<&kernels::gradient<Program, static_cast<int>(N)>>(call, grid_for(n), block_threads, 0, program,
                                                           to_coord<std::int64_t>(shape), n, linear);
 }

@@ -17,7 +17,7 @@ namespace et::detail::cuda_backend {
 template <int I, class T, int K, class Update>
 void run_multi_tensor(Backend<I>, const TensorList<T, K>& list, const Update& update) {
   if (list.count == 0) return;
-  const CudaCall call(I);
+  const CudaCall call(I, "optimizer step");
   launch<&kernels::multi_tensor_apply<TensorList<T, K>, Update>>(call, static_cast<unsigned>(list.blocks()),
                                                                   block_threads, 0, list, update);
 }

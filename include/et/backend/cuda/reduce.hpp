@@ -44,7 +44,7 @@ void reduce_into(Backend<Device>, Op, const E& expr, Out* out) {
   constexpr int V = read_vector_width<E>, R = E::rank;
   const auto shape = expr.shape();
   const ElementwisePlan plan = plan_reads(shape, expr);
-  const CudaCall call(Device);
+  const CudaCall call(Device, "reduction");
   note_expression_uses(expr);
   const std::int64_t n = checked_numel(shape);
   // Enough resident blocks to fill every SM twice over; each thread then streams.
@@ -71,7 +71,7 @@ void reduce_axis_into(Backend<Device>, Op, const E& expr, const AxisProblem& pro
   constexpr int V = read_vector_width<E>, R = E::rank;
   const auto shape = expr.shape();
   const ElementwisePlan plan = plan_reads(shape, expr);
-  const CudaCall call(Device);
+  const CudaCall call(Device, "reduction");
   note_expression_uses(expr);
   const std::int64_t outputs = problem.outer * problem.inner;
   const int sms = device_properties(Device).multiprocessors;

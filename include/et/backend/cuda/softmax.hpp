@@ -34,7 +34,7 @@ void softmax_rows_into(Backend<I>, Kind, const Tensor<T, R, Cuda<I>>& x, const T
                        const RowsGeometry<R1>& g) {
   constexpr int V = vector_width<T>;
   static_assert(kernels::row_items % V == 0);
-  const CudaCall call(I);
+  const CudaCall call(I, Kind::name);
   note_expression_uses(x, y);
   const T* in = x.data();
   T* out = y.data();
