@@ -2,6 +2,9 @@
 // regions marked [guide:...] here (scripts/check-guide keeps the two equal). It runs on
 // the first GPU when there is one, else on the CPU, checks what each topic computes,
 // and returns nonzero if any check fails.
+// cumsum, sort and topk on a GPU use CUB, whose headers et.hpp includes only when asked
+// (they cost about 6 s of compile time per file).
+#define ET_WITH_CUB 1
 #include <et/et.hpp>
 
 #include <cmath>
@@ -201,6 +204,31 @@ void reductions(D dev, Checks& check) {
 }
 
 template <et::Device D>
+void indexing(D dev, Checks& check) {
+  std::printf("indexing, scans and sorting\n");
+  const auto x = et::from_vector(dev, std::vector<float>{3, 1, 2, 9, 7, 8}, {2, 3});
+  // [guide:indexing]
+  auto picks = et::from_vector(dev, std::vector<std::int64_t>{1, 1, 0}, {3});
+  auto rows = et::index_select(x, 0, picks);        // [3, 3]: rows 1, 1, 0
+  auto firsts = et::gather(x, 1, et::zeros<std::int64_t>(dev, {2, 1}));  // [2, 1]: x[i][0]
+  auto running = et::cumsum(x, 1);                   // [[3, 4, 6], [9, 16, 24]]
+  auto [sorted, from] = et::sort(x, 1);              // values, and where each came from
+  auto [best, where] = et::topk(x, 2, 1);            // the 2 largest per row, largest first
+  auto backwards = et::flip(x, 1);                   // each row reversed
+  // [guide:end]
+  check(rows.to_vector() == std::vector<float>{9, 7, 8, 9, 7, 8, 3, 1, 2} &&
+            firsts.to_vector() == std::vector<float>{3, 9},
+        "index_select and gather");
+  check(running.to_vector() == std::vector<float>{3, 4, 6, 9, 16, 24}, "cumsum along rows");
+  check(sorted.to_vector() == std::vector<float>{1, 2, 3, 7, 8, 9} &&
+            from.to_vector() == std::vector<std::int64_t>{1, 2, 0, 1, 2, 0},
+        "sort with positions");
+  check(best.to_vector() == std::vector<float>{3, 2, 9, 8} && where.to_vector() == std::vector<std::int64_t>{0, 2, 0, 2},
+        "topk");
+  check(backwards.to_vector() == std::vector<float>{2, 1, 3, 8, 7, 9}, "flip");
+}
+
+template <et::Device D>
 void dtypes(D dev, Checks& check) {
   std::printf("dtypes\n");
   // [guide:dtypes]
@@ -338,6 +366,7 @@ void tour(D dev, Checks& check) {
   broadcasting(dev, check);
   views(dev, check);
   reductions(dev, check);
+  indexing(dev, check);
   dtypes(dev, check);
   linear_algebra(dev, check);
 #if defined(__CUDACC__) && !defined(ET_WITH_CUDNN)

@@ -59,6 +59,21 @@ void run_multi_tensor(Backend<I>, const Operands&...) {  // optimizers
 }
 
 template <int I, class... Operands>
+void scatter_add_into(Backend<I>, const Operands&...) {
+  [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
+}
+
+template <int I, class... Operands>
+void cumsum_rows(Backend<I>, const Operands&...) {
+  [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
+}
+
+template <int I, class... Operands>
+void sort_rows(Backend<I>, const Operands&...) {
+  [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
+}
+
+template <int I, class... Operands>
 bool gemm(Backend<I>, const Operands&...) {
   [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
   return false;
