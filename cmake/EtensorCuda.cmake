@@ -9,7 +9,8 @@
 # --expt-relaxed-constexpr, OpenMP for host code and C++20 (the cuda_std_20 feature where
 # CMake knows nvcc's flag for it, else -std=c++20: CMake before 3.25.2 with a recent nvcc
 # does not); and cuDNN where its library and header are found (ET_WITH_CUDNN=1), which sets
-# ETENSOR_CUDNN_LIBRARY in the caller's scope (empty when not found).
+# ETENSOR_CUDNN_LIBRARY in the caller's scope (empty when not found); for C++ sources, the
+# toolkit's libcu++ headers (cuda::std::mdspan).
 include_guard(GLOBAL)
 
 function(etensor_add_cuda target)
@@ -21,6 +22,13 @@ function(etensor_add_cuda target)
     target_compile_features(${target} INTERFACE cuda_std_20)
   else()
     target_compile_options(${target} INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20>)
+  endif()
+  # libcu++'s headers (cuda::std::mdspan for et/interop/mdspan.hpp): nvcc finds them itself,
+  # a C++ compiler needs the toolkit's cccl directory (CUDA 13 moved them there).
+  find_path(ETENSOR_CCCL_INCLUDE_DIR cuda/std/mdspan HINTS ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES cccl
+            NO_DEFAULT_PATH)
+  if(ETENSOR_CCCL_INCLUDE_DIR)
+    target_include_directories(${target} SYSTEM INTERFACE $<$<COMPILE_LANGUAGE:CXX>:${ETENSOR_CCCL_INCLUDE_DIR}>)
   endif()
   find_library(ETENSOR_CUDNN_LIBRARY_PATH cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/lib/x86_64-linux-gnu)
   find_path(ETENSOR_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include)

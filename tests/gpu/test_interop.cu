@@ -38,6 +38,22 @@ TEST_CASE("DLPack on cuda:0 and pinned memory: round trips share the storage", "
   CHECK(et::from_dlpack<float, 1>(et::pinned, host).to_vector() == x.to_vector());
 }
 
+namespace {
+/// A user's kernel: doubles every element of a 2-d view, whatever its strides.
+__global__ void double_each(et::mdspan_t<float, 2> v) {
+  const auto i = static_cast<std::int64_t>(blockIdx.x), j = static_cast<std::int64_t>(threadIdx.x);
+  if (i < v.extent(0) && j < v.extent(1)) v(i, j) *= 2.0f;
+}
+}  // namespace
+
+TEST_CASE("as_mdspan: a user's kernel indexes a GPU tensor through the view, on etensor's stream", "[interop]") {
+  const auto t = et::eval(et::arange<float>(et::cuda<0>, 12).reshape({3, 4}));
+  const auto view = t.transpose(0, 1).slice(0, 1, 4);  // [3, 3]: columns 1..3, transposed
+  double_each<<<3, 3, 0, et::current_stream(et::cuda<0>).native()>>>(et::as_mdspan(view));
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  CHECK(t.to_vector() == std::vector<float>{0, 2, 4, 6, 4, 10, 12, 14, 8, 18, 20, 22});
+}
+
 TEST_CASE("from_blob on a GPU writes through, and refuses pointers of the wrong kind", "[interop]") {
   const auto x = et::eval(et::arange<float>(et::cuda<0>, 8));
   auto view = et::from_blob(et::cuda<0>, x.data(), {2, 4});
