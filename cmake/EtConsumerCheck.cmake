@@ -1,7 +1,9 @@
 # Run by CTest: builds and runs a program that uses etensor the way a downstream project
 # would (tests/CMakeLists.txt registers one test per route):
-#   MODE=package   cmake --install etensor into a scratch prefix, then configure the
-#                  consumer project CONSUMER with CMAKE_PREFIX_PATH pointing there;
+#   MODE=package   cmake --install etensor into a scratch prefix, check that no installed
+#                  CMake file names an absolute path of it, the sources or the build tree,
+#                  move the prefix elsewhere, then configure the consumer project CONSUMER
+#                  with CMAKE_PREFIX_PATH pointing there;
 #   MODE=subdir    configure CONSUMER, which adds etensor (ETENSOR_SOURCE_DIR) with
 #                  add_subdirectory();
 #   MODE=hand      compile HAND_SOURCE with CXX and the flags docs/guide.md lists, no CMake.
@@ -11,12 +13,25 @@ file(REMOVE_RECURSE ${WORK_DIR})
 string(REPLACE "|" ";" args "${ARGS}")
 set(program ${WORK_DIR}/build/consumer)
 if(MODE STREQUAL "package")
-  execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
+  # Installed into one prefix and used from another: the package must be relocatable, with
+  # no absolute path of the install prefix, the sources or the build tree in any file.
+  execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/installed
     RESULT_VARIABLE status OUTPUT_QUIET)
   if(NOT status EQUAL 0)
     message(FATAL_ERROR "cmake --install failed")
   endif()
-  list(APPEND args -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
+  file(GLOB_RECURSE installed_files ${WORK_DIR}/installed/*.cmake)
+  foreach(installed IN LISTS installed_files)
+    file(READ ${installed} text)
+    foreach(path ${WORK_DIR}/installed ${SOURCE_DIR} ${BUILD_DIR})
+      string(FIND "${text}" "${path}" at)
+      if(NOT at EQUAL -1)
+        message(FATAL_ERROR "the installed ${installed} names the absolute path ${path}: not relocatable")
+      endif()
+    endforeach()
+  endforeach()
+  file(RENAME ${WORK_DIR}/installed ${WORK_DIR}/moved)
+  list(APPEND args -DCMAKE_PREFIX_PATH=${WORK_DIR}/moved)
 endif()
 # Each step a command line in a variable of its own (a list is a command's arguments).
 if(MODE STREQUAL "hand")
