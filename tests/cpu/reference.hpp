@@ -27,6 +27,11 @@ std::vector<T> random_values(std::size_t n, std::uint64_t seed, double lo = -3.0
   return out;
 }
 
+/// n random doubles in [-1, 1): the values of the shape tests' inputs.
+inline std::vector<double> values_of(std::int64_t n, std::uint64_t seed) {
+  return random_values<double>(static_cast<std::size_t>(n), seed, -1.0, 1.0);
+}
+
 /// |got - expected| <= tolerance * max(1, |expected|); NaN only matches NaN.
 inline bool close(double got, double expected, double tolerance) {
   if (std::isnan(expected)) return std::isnan(got);

@@ -17,18 +17,13 @@ using Catch::Matchers::Contains;
 using test::grad_input;
 using test::gradcheck;
 
-namespace {
+using test::values_of;
 
-std::vector<double> values_of(std::int64_t n, std::uint64_t seed) {
-  return test::random_values<double>(static_cast<std::size_t>(n), seed, -1.0, 1.0);
-}
+namespace {
 
 /// Random indices in [0, bound).
 std::vector<std::int64_t> indices_of(std::int64_t n, std::int64_t bound, std::uint64_t seed) {
-  std::vector<std::int64_t> out;
-  for (double v : test::random_values<double>(static_cast<std::size_t>(n), seed, 0.0, static_cast<double>(bound)))
-    out.push_back(std::min<std::int64_t>(static_cast<std::int64_t>(v), bound - 1));
-  return out;
+  return test::random_values<std::int64_t>(static_cast<std::size_t>(n), seed, 0, static_cast<double>(bound - 1));
 }
 
 /// Element (i, j) of a 2-D tensor of any layout.

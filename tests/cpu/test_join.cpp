@@ -13,13 +13,7 @@ using Catch::Matchers::Contains;
 using test::grad_input;
 using test::gradcheck;
 
-namespace {
-
-std::vector<double> values_of(std::int64_t n, std::uint64_t seed) {
-  return test::random_values<double>(static_cast<std::size_t>(n), seed, -1.0, 1.0);
-}
-
-}  // namespace
+using test::values_of;
 
 TEST_CASE("cat joins along any axis, views and empty parts included", "[join]") {
   const auto a = et::from_vector(et::cpu, values_of(6, 1), {2, 3});

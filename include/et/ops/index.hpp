@@ -144,6 +144,19 @@ Tensor<T, R, D> flip_unchecked(const Tensor<T, R, D>& x, const std::vector<int>&
   return out;
 }
 
+/// Records out = gather(x, a, index) for autograd: x's gradient is the output's, added
+/// back at the positions it was read from.
+template <class T, int R, class D>
+void record_gather(Tensor<T, R, D>& out, const char* name, const Tensor<T, R, D>& x, int a,
+                   const Tensor<std::int64_t, R, D>& index) {
+  record_index_op(
+      out, name, x,
+      [a, shape = x.shape()](const auto& g, const auto&, const auto& idx) {
+        return std::tuple{scatter_add_unchecked(zeros<T>(D{}, shape), a, idx, g)};
+      },
+      index.detach());
+}
+
 template <class T, int R, class D, class DI>
 int check_gather(const Tensor<T, R, D>& x, int axis, const Tensor<std::int64_t, R, DI>& index, const char* op) {
   static_assert(R >= 1, "et: gather, scatter_add and index_select index along an axis, which a 0-d tensor lacks");
@@ -167,12 +180,7 @@ template <class T, int R, class D, class DI>
 Tensor<T, R, D> gather(const Tensor<T, R, D>& x, int axis, const Tensor<std::int64_t, R, DI>& index) {
   const int a = detail::check_gather(x, axis, index, "gather");
   Tensor<T, R, D> out = detail::gather_unchecked(x, a, index);
-  detail::record_index_op(
-      out, "gather", x,
-      [a, shape = x.shape()](const auto& g, const auto&, const auto& idx) {
-        return std::tuple{detail::scatter_add_unchecked(zeros<T>(D{}, shape), a, idx, g)};
-      },
-      index.detach());
+  detail::record_gather(out, "gather", x, a, index);
   return out;
 }
 
@@ -228,12 +236,7 @@ Tensor<T, R, D> index_select(const Tensor<T, R, D>& x, int axis, const Tensor<st
   Tensor<std::int64_t, R, D> spread = index.reshape(along).expand(shape);
   detail::check_index_range(index, x.size(a), "index_select", a);
   Tensor<T, R, D> out = detail::gather_unchecked(x, a, spread);
-  detail::record_index_op(
-      out, "index_select", x,
-      [a, shape = x.shape()](const auto& g, const auto&, const auto& idx) {
-        return std::tuple{detail::scatter_add_unchecked(zeros<T>(D{}, shape), a, idx, g)};
-      },
-      spread.detach());
+  detail::record_gather(out, "index_select", x, a, spread);
   return out;
 }
 
