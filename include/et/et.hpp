@@ -23,7 +23,6 @@
 #include "et/optim/optimizers.hpp"
 #include "et/interop/eigen.hpp"
 #include "et/interop/from_blob.hpp"
-#include "et/interop/mdspan.hpp"
 #include "et/io/print.hpp"
 #if __has_include(<dlpack/dlpack.h>)
 #include "et/interop/dlpack.hpp"

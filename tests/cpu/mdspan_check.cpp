@@ -4,6 +4,7 @@
 // through the view against the tensor's own indexing, a write through it, and a broadcast
 // view refused. tests/gpu/test_interop.cu reads views in a kernel.
 #include <et/et.hpp>
+#include <et/interop/mdspan.hpp>
 
 #include <cstdint>
 #include <cstdio>

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <et/et.hpp>
+#include <et/interop/mdspan.hpp>
 
 #include <cmath>
 #include <cstdint>
