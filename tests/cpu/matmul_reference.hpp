@@ -54,7 +54,7 @@ struct Product {
 
 inline Product reference_product(const HostMatrices& a, const HostMatrices& b) {
   Product p;
-  p.batch = std::max(a.batch, b.batch);
+  p.batch = a.batch == 1 ? b.batch : a.batch;  // a batch of 1 broadcasts (to 0 too)
   p.rows = a.rows;
   p.cols = b.cols;
   for (std::int64_t n = 0; n < p.batch; ++n)

@@ -1,8 +1,10 @@
 // Randomized differential tests on the CPU (tests/cpu/random_cases.hpp): fused expressions
 // over random shapes, broadcasts, layouts and element types against double precision, and
-// the indexing operations against their definitions (random_index_cases.hpp).
+// the indexing operations and matrix products (random_index_cases.hpp,
+// random_matmul_cases.hpp).
 #include "random_cases.hpp"
 #include "random_index_cases.hpp"
+#include "random_matmul_cases.hpp"
 
 TEST_CASE("random fused expressions match double precision on the CPU", "[random][expr]") {
   test::run_elementwise_family("cpu", et::cpu);
@@ -14,4 +16,8 @@ TEST_CASE("random reductions match double precision on the CPU", "[random][reduc
 
 TEST_CASE("random gathers, flips, cumsums and sorts match their definitions on the CPU", "[random][index]") {
   test::run_index_family("cpu", et::cpu);
+}
+
+TEST_CASE("random matrix products match double precision on the CPU", "[random][matmul]") {
+  test::run_matmul_family("cpu", et::cpu);
 }

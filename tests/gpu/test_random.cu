@@ -5,6 +5,7 @@
 #define ET_WITH_CUB 1  // cumsum and sort on the GPU (ops/scan.hpp)
 #include "../cpu/random_cases.hpp"
 #include "../cpu/random_index_cases.hpp"
+#include "../cpu/random_matmul_cases.hpp"
 
 TEST_CASE("random fused expressions match double precision on the GPU", "[random][expr]") {
   test::run_elementwise_family("cuda:0", et::cuda<0>);
@@ -16,4 +17,8 @@ TEST_CASE("random reductions match double precision on the GPU", "[random][reduc
 
 TEST_CASE("random gathers, flips, cumsums and sorts match their definitions on the GPU", "[random][index]") {
   test::run_index_family("cuda:0", et::cuda<0>);
+}
+
+TEST_CASE("random matrix products match double precision on the GPU", "[random][matmul]") {
+  test::run_matmul_family("cuda:0", et::cuda<0>);
 }
