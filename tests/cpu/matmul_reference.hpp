@@ -88,23 +88,28 @@ inline double gelu_tanh(double x) {
 }
 inline double gelu_erf(double x) { return 0.5 * x * (1 + std::erf(x * 0.70710678118654752440)); }
 
+/// The first element with |got - want| > tolerance * scale (Half's subnormals are spaced
+/// 2^-24 apart: no relative tolerance reaches below that), or -1 when there is none.
+template <class T>
+std::int64_t first_product_miss(const std::vector<T>& got_values, const Product& want, double tolerance) {
+  const double floor = std::is_same_v<T, et::half> ? 0x1p-24 : 0.0;
+  for (std::size_t e = 0; e < got_values.size(); ++e)
+    if (!(std::fabs(as_double(got_values[e]) - want.value[e]) <= tolerance * want.scale[e] + floor))
+      return static_cast<std::int64_t>(e);
+  return -1;
+}
+
 /// |got - want| <= tolerance * scale for every element; reports the first miss.
 template <class T>
 void check_product(const std::vector<T>& got_values, const Product& want, double tolerance) {
   REQUIRE(got_values.size() == want.value.size());
-  for (std::size_t e = 0; e < got_values.size(); ++e) {
+  if (const std::int64_t index = first_product_miss(got_values, want, tolerance); index >= 0) {
+    const auto e = static_cast<std::size_t>(index);
+    const std::int64_t per_matrix = want.rows * want.cols;
     const double got = as_double(got_values[e]);
-    const double error = std::fabs(got - want.value[e]);
-    // Half's subnormals are spaced 2^-24 apart: no relative tolerance reaches below that.
-    const double floor = std::is_same_v<T, et::half> ? 0x1p-24 : 0.0;
-    const double allowed = tolerance * want.scale[e] + floor;
-    if (!(error <= allowed)) {
-      const std::int64_t per_matrix = want.rows * want.cols;
-      const auto index = static_cast<std::int64_t>(e);
-      CAPTURE(index / per_matrix, index % per_matrix / want.cols, index % want.cols, got, want.value[e],
-              want.scale[e], tolerance);
-      FAIL("element differs from the double-precision product");
-    }
+    CAPTURE(index / per_matrix, index % per_matrix / want.cols, index % want.cols, got, want.value[e],
+            want.scale[e], tolerance);
+    FAIL("element differs from the double-precision product");
   }
 }
 

@@ -17,9 +17,6 @@
 
 namespace test {
 
-/// Row-major index of i in shape s (no broadcasting).
-inline std::int64_t index_in(const RShape& s, const RShape& i) { return (i[0] * s[1] + i[1]) * s[2] + i[2]; }
-
 /// Calls f(i) for every index i of shape s in row-major order.
 template <class F>
 void for_each_index(const RShape& s, F f) {
@@ -68,8 +65,8 @@ bool run_index_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::int64_
     }
     for_each_index(out_shape, [&](const RShape& i) {
       RShape from = i;
-      from[axis] = picks[static_cast<std::size_t>(op == 0 ? index_in(out_shape, i) : i[axis])];
-      want.push_back(x.values[static_cast<std::size_t>(index_in(shape, from))]);
+      from[axis] = picks[static_cast<std::size_t>(op == 0 ? offset_of(out_shape, i) : i[axis])];
+      want.push_back(x.values[static_cast<std::size_t>(offset_of(shape, from))]);
     });
   } else if (op == 2) {  // flip along a random non-empty set of axes
     const unsigned mask = 1 + static_cast<unsigned>(rng() % 7);
@@ -84,7 +81,7 @@ bool run_index_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::int64_
     for_each_index(shape, [&](const RShape& i) {
       RShape from = i;
       for (int d : axes) from[d] = shape[d] - 1 - i[d];
-      want.push_back(x.values[static_cast<std::size_t>(index_in(shape, from))]);
+      want.push_back(x.values[static_cast<std::size_t>(offset_of(shape, from))]);
     });
   } else if (op == 3) {  // cumsum: sums of up to 13 values of |v| <= 3
     what << "cumsum";
@@ -92,7 +89,7 @@ bool run_index_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::int64_
     for_each_index(shape, [&](const RShape& i) {
       double sum = 0;
       RShape j = i;
-      for (j[axis] = 0; j[axis] <= i[axis]; ++j[axis]) sum += x.values[static_cast<std::size_t>(index_in(shape, j))];
+      for (j[axis] = 0; j[axis] <= i[axis]; ++j[axis]) sum += x.values[static_cast<std::size_t>(offset_of(shape, j))];
       want.push_back(sum);
     });
   } else {  // sort: values exactly; each index points at its value; equal values keep their order
@@ -106,7 +103,7 @@ bool run_index_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::int64_
       std::vector<double> row;
       RShape j = i;
       for (j[axis] = 0; j[axis] < shape[axis]; ++j[axis])
-        row.push_back(x.values[static_cast<std::size_t>(index_in(shape, j))]);
+        row.push_back(x.values[static_cast<std::size_t>(offset_of(shape, j))]);
       std::stable_sort(row.begin(), row.end(), [&](double a, double b) { return descending ? b < a : a < b; });
       for (j[axis] = 0; j[axis] < shape[axis]; ++j[axis]) want.push_back(row[static_cast<std::size_t>(j[axis])]);
     });
@@ -116,20 +113,20 @@ bool run_index_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::int64_
     for_each_index(shape, [&](const RShape& i) {
       if (i[axis] != 0) return;
       RShape j = i;
-      for (j[axis] = 0; j[axis] < shape[axis]; ++j[axis]) laid[static_cast<std::size_t>(index_in(shape, j))] = want[k++];
+      for (j[axis] = 0; j[axis] < shape[axis]; ++j[axis]) laid[static_cast<std::size_t>(offset_of(shape, j))] = want[k++];
     });
     want = laid;
     for_each_index(shape, [&](const RShape& i) {
-      const std::size_t at = static_cast<std::size_t>(index_in(shape, i));
+      const std::size_t at = static_cast<std::size_t>(offset_of(shape, i));
       RShape from = i;
       from[axis] = got_indices[at];
       const bool points = from[axis] >= 0 && from[axis] < shape[axis] &&
-                          x.values[static_cast<std::size_t>(index_in(shape, from))] == want[at];
+                          x.values[static_cast<std::size_t>(offset_of(shape, from))] == want[at];
       bool stable = true;
       if (i[axis] > 0) {
         RShape before = i;
         --before[axis];
-        const std::size_t b = static_cast<std::size_t>(index_in(shape, before));
+        const std::size_t b = static_cast<std::size_t>(offset_of(shape, before));
         stable = want[b] != want[at] || got_indices[b] < got_indices[at];
       }
       if (!points || !stable) want[at] = std::numeric_limits<double>::quiet_NaN();  // reported below

@@ -60,13 +60,12 @@ bool run_matmul_shapes(D dev, std::mt19937_64& rng, std::uint64_t seed, std::int
     CHECK(got.size() == want.value.size());
     return false;
   }
-  const double floor = std::is_same_v<T, et::half> ? 0x1p-24 : 0.0;
-  for (std::size_t e = 0; e < got.size(); ++e)
-    if (!(std::fabs(as_double(got[e]) - want.value[e]) <= product_tolerance<T>() * want.scale[e] + floor)) {
-      CAPTURE(e, as_double(got[e]), want.value[e], want.scale[e]);
-      CHECK(false);
-      return false;
-    }
+  if (const std::int64_t e = first_product_miss(got, want, product_tolerance<T>()); e >= 0) {
+    const auto at = static_cast<std::size_t>(e);
+    CAPTURE(e, as_double(got[at]), want.value[at], want.scale[at]);
+    CHECK(false);
+    return false;
+  }
   return true;
 }
 

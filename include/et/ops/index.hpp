@@ -115,7 +115,8 @@ Tensor<T, R, D> gather_unchecked(const Tensor<T, R, D>& x, int a, const Tensor<s
 template <class T, int R, class D>
 Tensor<T, R, D> scatter_add_unchecked(const Tensor<T, R, D>& x, int a, const Tensor<std::int64_t, R, D>& index,
                                       const Tensor<T, R, D>& src) {
-  Tensor<T, R, D> out = x.contiguous().clone();
+  // A writable copy laid out as x when it is contiguous (clone), else compact: one copy.
+  Tensor<T, R, D> out = x.is_contiguous() ? x.clone() : x.contiguous();
   ScatterGeometry<R> g{};
   g.count = index.numel();
   g.axis_stride = out.strides()[a];
@@ -249,7 +250,7 @@ Tensor<T, R + 1, D> embedding(const Tensor<T, 2, D>& table, const Tensor<std::in
   Shape<R + 1> shape{};
   for (int d = 0; d < R; ++d) shape[d] = indices.size(d);
   shape[R] = table.defined() ? table.size(1) : 0;
-  const auto flat = indices.contiguous().reshape(std::array<std::int64_t, 1>{indices.numel()});
+  const auto flat = indices.reshape(std::array<std::int64_t, 1>{indices.numel()});
   return index_select(table, 0, flat).reshape(shape);
 }
 
