@@ -61,9 +61,9 @@ struct RandomOperand {
   const char* layout = "";
 };
 
-template <class T, class D>
-RandomOperand<T, D> random_operand(D dev, const RShape& shape, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> value(-3.0, 3.0);
+/// Its values are draw(rng), converted to T.
+template <class T, class D, class Draw>
+RandomOperand<T, D> random_operand(D dev, const RShape& shape, std::mt19937_64& rng, Draw draw) {
   const int kind = static_cast<int>(rng() % 4);
   const int axis = static_cast<int>(rng() % 3);
   RShape base_shape = shape;
@@ -77,7 +77,7 @@ RandomOperand<T, D> random_operand(D dev, const RShape& shape, std::mt19937_64& 
     base_shape[axis] = 1;  // tensor = base expanded along `axis`
   }
   std::vector<T> base(static_cast<std::size_t>(count_of(base_shape)));
-  for (T& v : base) v = static_cast<T>(value(rng));
+  for (std::size_t j = 0; j < base.size(); ++j) base[j] = static_cast<T>(draw(rng));  // std::vector<bool> too
   const auto on_device = et::from_vector(et::cpu, base, base_shape).to(dev);
   RandomOperand<T, D> out;
   out.layout = kind == 0 ? "contiguous" : kind == 1 ? "permuted" : kind == 2 ? "stepped slice" : "expanded";
@@ -98,6 +98,12 @@ RandomOperand<T, D> random_operand(D dev, const RShape& shape, std::mt19937_64& 
         out.values[k++] = static_cast<double>(base[static_cast<std::size_t>(offset_of(base_shape, b))]);
       }
   return out;
+}
+
+/// An operand of values uniform in [-3, 3).
+template <class T, class D>
+RandomOperand<T, D> random_operand(D dev, const RShape& shape, std::mt19937_64& rng) {
+  return random_operand<T>(dev, shape, rng, std::uniform_real_distribution<double>(-3.0, 3.0));
 }
 
 /// The fused expressions of the elementwise family, each with its reference.
@@ -139,6 +145,9 @@ inline const char* type_name(float) { return "float"; }
 inline const char* type_name(double) { return "double"; }
 inline const char* type_name(et::half) { return "half"; }
 inline const char* type_name(et::bfloat16) { return "bfloat16"; }
+inline const char* type_name(std::int32_t) { return "int32"; }
+inline const char* type_name(std::int64_t) { return "int64"; }
+inline const char* type_name(bool) { return "bool"; }
 
 /// One case: random shape, a random layout for a, b broadcast along random axes, the
 /// result evaluated (or assigned into a permuted view), compared element by element.
@@ -184,26 +193,30 @@ bool run_elementwise_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::
   return true;
 }
 
-/// Runs random_case_count() cases of a family: each draws one of the four floating types,
-/// then one_case(a value of that type, case number) draws the rest and says whether it
-/// passed. Prints the count and the seed.
-template <class OneCase>
-void run_family(const char* family, const char* where, std::uint64_t seed, std::mt19937_64& rng, OneCase one_case) {
-  const std::int64_t cases = random_case_count();
+/// Runs `cases` cases of a family: each draws one of the types Ts, then one_case(a value of
+/// that type, case number) draws the rest and says whether it passed. Prints the count and
+/// the seed.
+template <class... Ts, class OneCase>
+void run_family_over(const char* family, const char* where, std::uint64_t seed, std::mt19937_64& rng,
+                     OneCase one_case, std::int64_t cases = random_case_count()) {
   std::int64_t failed = 0;
   for (std::int64_t c = 0; c < cases; ++c) {
+    const auto pick = rng() % sizeof...(Ts);
+    std::size_t k = 0;
     bool ok = true;
-    switch (rng() % 4) {
-      case 0: ok = one_case(float{}, c); break;
-      case 1: ok = one_case(double{}, c); break;
-      case 2: ok = one_case(et::half{}, c); break;
-      default: ok = one_case(et::bfloat16{}, c); break;
-    }
+    ((k++ == pick ? void(ok = one_case(Ts{}, c)) : void()), ...);
     failed += !ok;
   }
   std::printf("random differential, %s on %s: %lld cases, %lld failed, seed %llu\n", family, where,
               static_cast<long long>(cases), static_cast<long long>(failed), static_cast<unsigned long long>(seed));
   CHECK(failed == 0);
+}
+
+/// run_family_over the four floating types.
+template <class OneCase>
+void run_family(const char* family, const char* where, std::uint64_t seed, std::mt19937_64& rng, OneCase one_case,
+                std::int64_t cases = random_case_count()) {
+  run_family_over<float, double, et::half, et::bfloat16>(family, where, seed, rng, one_case, cases);
 }
 
 /// The elementwise family: the four expressions above over the four floating types.

@@ -3,6 +3,7 @@
 // against CUDA's own host conversions), promotion for every pair of element types, every
 // elementwise operation on every floating type against an fp64 reference, rounding once
 // in fused expressions, casts between all types, and creation.
+#include "promotion.hpp"
 #include "reference.hpp"
 
 #include <et/et.hpp>
@@ -190,22 +191,8 @@ std::vector<double> as_doubles(const std::vector<T>& values) {
   return std::vector<double>(values.begin(), values.end());
 }
 
-// The seven element types, in promotion order.
-using Types = std::tuple<bool, std::int32_t, std::int64_t, et::half, et::bfloat16, float, double>;
-template <std::size_t I>
-using TypeAt = std::tuple_element_t<I, Types>;
-
-/// promoted[i][j]: the index in Types of the element type of (type i) + (type j).
-constexpr int promoted[7][7] = {
-    //   bool i32 i64 half bf16 f32 f64
-    {0, 1, 2, 3, 4, 5, 6},  // bool
-    {1, 1, 2, 3, 4, 5, 6},  // int32
-    {2, 2, 2, 3, 4, 5, 6},  // int64
-    {3, 3, 3, 3, 5, 5, 6},  // half
-    {4, 4, 4, 5, 4, 5, 6},  // bfloat16
-    {5, 5, 5, 5, 5, 5, 6},  // float
-    {6, 6, 6, 6, 6, 6, 6},  // double
-};
+using test::promoted;
+using test::TypeAt;
 
 template <class T>
 using Vector = et::Tensor<T, 1>;
