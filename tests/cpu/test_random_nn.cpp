@@ -1,0 +1,11 @@
+// Randomized differential tests on the CPU, continued (test_random.cpp has the others):
+// convolution and pooling against double-precision loops (random_conv_cases.hpp).
+#include "random_conv_cases.hpp"
+
+TEST_CASE("random convolutions and their gradients match double precision on the CPU", "[random][conv]") {
+  test::run_conv_family("cpu", et::cpu);
+}
+
+TEST_CASE("random poolings and their gradients match double precision on the CPU", "[random][pool]") {
+  test::run_pool_family("cpu", et::cpu);
+}
