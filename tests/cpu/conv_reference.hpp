@@ -3,6 +3,7 @@
 // scalar loop per term; nothing shared with the library but the arithmetic).
 #pragma once
 
+#include <et/half.hpp>
 #include <et/ops/nn_shapes.hpp>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace test {
@@ -64,6 +66,16 @@ struct PoolCase {
            (count_include_pad ? " include pad" : " exclude pad");
   }
 };
+
+/// The tolerance of a convolution or pooling result in T, relative to the reference's
+/// largest magnitude (at least 1): sums of many rounded products err in proportion to it.
+template <class T>
+constexpr double conv_tolerance() {
+  if constexpr (std::is_same_v<T, double>) return 1e-12;
+  else if constexpr (std::is_same_v<T, float>) return 2e-5;
+  else if constexpr (std::is_same_v<T, et::half>) return 2e-3;
+  else return 1.6e-2;  // bfloat16
+}
 
 template <std::size_t R>
 std::size_t count_of(const std::array<std::int64_t, R>& shape) {

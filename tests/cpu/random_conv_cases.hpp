@@ -26,15 +26,6 @@
 
 namespace test {
 
-/// test_conv.cpp's tolerances, relative to the reference's largest magnitude (at least 1).
-template <class T>
-constexpr double conv_tolerance() {
-  if constexpr (std::is_same_v<T, double>) return 1e-12;
-  else if constexpr (std::is_same_v<T, float>) return 2e-5;
-  else if constexpr (std::is_same_v<T, et::half>) return 2e-3;
-  else return 1.6e-2;  // bfloat16
-}
-
 /// An operand on D from nchw-ordered `values` (rounded to T here, in place, so that the
 /// reference reads what the library reads), in `layout`'s axis order: contiguous, a
 /// permuted view of memory in a random axis order, or every other element along a random

@@ -19,25 +19,6 @@ using test::PoolCase;
 
 namespace {
 
-template <class T>
-struct Tolerance;
-template <>
-struct Tolerance<double> {
-  static constexpr double value = 1e-12;
-};
-template <>
-struct Tolerance<float> {
-  static constexpr double value = 2e-5;
-};
-template <>
-struct Tolerance<et::half> {
-  static constexpr double value = 2e-3;
-};
-template <>
-struct Tolerance<et::bfloat16> {
-  static constexpr double value = 1.6e-2;
-};
-
 /// Rounds double data to T (so the reference sees exactly the inputs the library sees).
 template <class T>
 std::vector<T> rounded(const std::vector<double>& values) {
@@ -110,19 +91,19 @@ void check_convolution(const ConvCase& cc, et::Layout layout) {
     CHECK(y.shape() == (layout == et::Layout::nhwc ? test::nhwc_shape(cc.output_shape_nchw()) : cc.output_shape_nchw()));
     CHECK(y.is_contiguous());
     check_against(logical(y, layout), test::conv_forward(cc, x_data, w_data, cc.bias ? &b_data : nullptr),
-                  Tolerance<T>::value);
+                  test::conv_tolerance<T>());
   }
   const auto dy_data = widened(rounded<T>(test::uniform(cc.output_shape_nchw(), 14)));
   const auto dy = make<T>(dy_data, cc.output_shape_nchw(), layout);
   SECTION("backward data") {
     const auto dx = et::conv2d_backward_data(dy, w, x.shape(), options);
     CHECK(dx.shape() == x.shape());
-    check_against(logical(dx, layout), test::conv_backward_data(cc, dy_data, w_data), Tolerance<T>::value);
+    check_against(logical(dx, layout), test::conv_backward_data(cc, dy_data, w_data), test::conv_tolerance<T>());
   }
   SECTION("backward filter") {
     const auto dw = et::conv2d_backward_filter(x, dy, w.shape(), options);
     CHECK(dw.shape() == w.shape());
-    check_against(logical(dw, layout), test::conv_backward_filter(cc, x_data, dy_data), Tolerance<T>::value);
+    check_against(logical(dw, layout), test::conv_backward_filter(cc, x_data, dy_data), test::conv_tolerance<T>());
   }
 }
 
@@ -152,13 +133,13 @@ void check_pooling(const PoolCase& pc, et::Layout layout) {
   check_against(logical(y, layout), test::max_pool_forward(pc, x_data), 0);
   const auto a = et::avg_pool2d(x, options);
   CHECK(a.shape() == y_shape);
-  check_against(logical(a, layout), test::avg_pool_forward(pc, x_data), Tolerance<T>::value);
+  check_against(logical(a, layout), test::avg_pool_forward(pc, x_data), test::conv_tolerance<T>());
   const auto dx_max = et::max_pool2d_backward(dy, x, y, options);
   CHECK(dx_max.shape() == x.shape());
-  check_against(logical(dx_max, layout), test::max_pool_backward(pc, x_data, dy_data), Tolerance<T>::value);
+  check_against(logical(dx_max, layout), test::max_pool_backward(pc, x_data, dy_data), test::conv_tolerance<T>());
   const auto dx_avg = et::avg_pool2d_backward(dy, x.shape(), options);
   CHECK(dx_avg.shape() == x.shape());
-  check_against(logical(dx_avg, layout), test::avg_pool_backward(pc, dy_data), Tolerance<T>::value);
+  check_against(logical(dx_avg, layout), test::avg_pool_backward(pc, dy_data), test::conv_tolerance<T>());
 }
 
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
