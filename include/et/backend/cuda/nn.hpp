@@ -1,8 +1,8 @@
 // Convolution and pooling on a CUDA device, as ops/nn.hpp calls them through the backend
-// tag (backend/backend.hpp): cuDNN (backend/cuda/cudnn.hpp) on packed operands. This needs
-// nvcc (packing and the bias run etensor kernels) and cuDNN found at configure time
-// (ET_WITH_CUDNN); otherwise backend/cuda/unavailable.hpp's stand-ins stop compilation
-// with an et: message saying which of the two is missing.
+// tag (backend/backend.hpp): cuDNN (backend/cuda/cudnn_conv.hpp, cudnn_pooling.hpp) on
+// packed operands. This needs nvcc (packing and the bias run etensor kernels) and cuDNN
+// found at configure time (ET_WITH_CUDNN); otherwise backend/cuda/unavailable.hpp's
+// stand-ins stop compilation with an et: message saying which of the two is missing.
 #pragma once
 
 #include "et/backend/backend.hpp"
@@ -11,7 +11,8 @@
 #include "et/tensor.hpp"
 
 #if defined(ET_DEVICE_COMPILER) && defined(ET_WITH_CUDNN)
-#include "et/backend/cuda/cudnn.hpp"
+#include "et/backend/cuda/cudnn_conv.hpp"
+#include "et/backend/cuda/cudnn_pooling.hpp"
 #else
 #include "et/backend/cuda/unavailable.hpp"
 #endif
