@@ -229,7 +229,7 @@ StridedLayout<R + 1> unsqueeze_layout(const StridedLayout<R>& from, int axis) {
   for (std::size_t k = 0, source = 0; k != R + 1; ++k) {
     if (k == d) {
       out.shape[k] = 1;
-      out.strides[k] = d < R ? from.shape[d] * from.strides[d] : 1;
+      out.strides[k] = d != R ? from.shape[d] * from.strides[d] : 1;  // d <= R; not `<`: R may be 0
     } else {
       out.shape[k] = from.shape[source];
       out.strides[k] = from.strides[source];
