@@ -1,6 +1,8 @@
 // Randomized differential tests on the CPU, continued (test_random.cpp has the others):
-// convolution and pooling against double-precision loops (random_conv_cases.hpp).
+// convolution and pooling against double-precision loops (random_conv_cases.hpp), and
+// autograd's gradients against directional differences (random_grad_cases.hpp).
 #include "random_conv_cases.hpp"
+#include "random_grad_cases.hpp"
 
 TEST_CASE("random convolutions and their gradients match double precision on the CPU", "[random][conv]") {
   test::run_conv_family("cpu", et::cpu);
@@ -8,4 +10,8 @@ TEST_CASE("random convolutions and their gradients match double precision on the
 
 TEST_CASE("random poolings and their gradients match double precision on the CPU", "[random][pool]") {
   test::run_pool_family("cpu", et::cpu);
+}
+
+TEST_CASE("random gradients match directional differences on the CPU", "[random][grad]") {
+  test::run_gradient_family("cpu", et::cpu);
 }
