@@ -36,6 +36,7 @@
 #pragma nv_diagnostic pop
 #endif
 
+#include "et/backend/cpu/gemm.hpp"
 #include "et/ops/nn_shapes.hpp"
 
 namespace et::detail::cpu_backend::nn {
@@ -79,7 +80,7 @@ inline int team_size() {
 inline bool worth_threads(const ConvGeometry& g) {
   const double madds = double(g.n) * double(g.k) * double(g.c_per_group()) * double(g.r) * double(g.s) *
                        double(g.p) * double(g.q);
-  return thread_count() > 1 && madds >= 65536.0;
+  return thread_count() > 1 && madds >= threaded_madds;
 }
 
 /// Whole images per thread when there are enough of them; else Eigen's threads per GEMM.

@@ -43,6 +43,12 @@ void with_storage_order(const BlasLayout& layout, F&& f) {
 /// on one thread) rather than each product over all threads.
 inline constexpr std::int64_t small_product = std::int64_t{1} << 18;
 
+/// Below about this many multiply-adds in all, waking a team of threads costs more than the
+/// work: c = matmul(a, b) for a batch of two 2x2 products took 1.0-1.4 us with a team of
+/// two threads, 0.2 us on the calling thread (the 2-core build machine).
+/// conv.hpp's worth_threads uses the same bound.
+inline constexpr double threaded_madds = 65536;
+
 /// c[i] = alpha * a[i] @ b[i] + beta * c[i] (gemm_problem.hpp) for T = float or double,
 /// in T's precision whatever the math mode. Returns false, having done nothing, when an
 /// epilogue is asked for: Eigen has none (Backend::fuses_gemm_epilogues), the caller adds
@@ -74,7 +80,8 @@ bool gemm(Backend, const GemmProblem& p, MathMode, GemmEpilogue epilogue, const 
             cm.noalias() += T(s.alpha) * am * bm;
           }
         };
-        if (p.batch > 1 && p.m * p.n * p.k < small_product) {
+        const double madds = double(p.m) * double(p.n) * double(p.k);
+        if (p.batch > 1 && madds < double(small_product) && madds * double(p.batch) >= threaded_madds) {
 #pragma omp parallel for schedule(static)
           for (std::int64_t i = 0; i < p.batch; ++i) product(i);
         } else {
