@@ -23,6 +23,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace test {
@@ -50,6 +51,19 @@ inline std::int64_t offset_of(const RShape& s, const RShape& i) {
   std::int64_t offset = 0;
   for (int d = 0; d < 3; ++d) offset = offset * s[d] + (s[d] == 1 ? 0 : i[d]);
   return offset;
+}
+
+/// Calls f(i), or f(i, k) with k the row-major position of i, for every index i of shape s.
+template <class F>
+void for_each_index(const RShape& s, F f) {
+  RShape i{};
+  std::size_t k = 0;
+  for (i[0] = 0; i[0] < s[0]; ++i[0])
+    for (i[1] = 0; i[1] < s[1]; ++i[1])
+      for (i[2] = 0; i[2] < s[2]; ++i[2], ++k) {
+        if constexpr (std::is_invocable_v<F&, const RShape&, std::size_t>) f(i, k);
+        else f(i);
+      }
 }
 
 /// An operand: a tensor on D of the given shape, read through a random layout, and its

@@ -51,15 +51,6 @@ inline GradLayout grad_layout(const RShape& shape, int kind, std::mt19937_64& rn
   return l;
 }
 
-template <class F>
-void for_each_index(const RShape& s, F f) {
-  RShape i{};
-  std::size_t k = 0;
-  for (i[0] = 0; i[0] < s[0]; ++i[0])
-    for (i[1] = 0; i[1] < s[1]; ++i[1])
-      for (i[2] = 0; i[2] < s[2]; ++i[2]) f(i, k++);
-}
-
 /// An input: its logical shape, its layout and its leaf's values (row-major).
 struct GradOperand { RShape shape; GradLayout layout; std::vector<double> leaf; };
 

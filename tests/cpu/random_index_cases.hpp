@@ -17,15 +17,6 @@
 
 namespace test {
 
-/// Calls f(i) for every index i of shape s in row-major order.
-template <class F>
-void for_each_index(const RShape& s, F f) {
-  RShape i{};
-  for (i[0] = 0; i[0] < s[0]; ++i[0])
-    for (i[1] = 0; i[1] < s[1]; ++i[1])
-      for (i[2] = 0; i[2] < s[2]; ++i[2]) f(i);
-}
-
 /// One case of one operation; `what` names it for failures. False when it failed.
 template <class T, class D>
 bool run_index_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::int64_t index) {
