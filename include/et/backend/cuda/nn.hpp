@@ -84,10 +84,10 @@ void cudnn_pooling_backward(const PoolGeometry& g, bool max, const Tensor<T, 4, 
       PoolGeometry nchw = g;
       nchw.layout = Layout::nchw;
       // Average pooling reads neither y nor x (avg_pool_backward passes unwritten stand-ins):
-      // they are not transposed, which would read them.
+      // they are passed on as they are, not transposed, which would read them.
       const auto dy_nchw = nhwc_to_nchw(dy);
       const auto y_nchw = max ? nhwc_to_nchw(y) : dy_nchw;
-      const auto x_nchw = max ? nhwc_to_nchw(x) : Tensor<T, 4, Cuda<I>>::allocate(nchw.input_shape());
+      const auto x_nchw = max ? nhwc_to_nchw(x) : x;
       const auto dx_nchw = Tensor<T, 4, Cuda<I>>::allocate(nchw.input_shape());
       cudnn_backend::pooling_backward(I, CUDNN_DATA_DOUBLE, nchw, max, y_nchw.data(), dy_nchw.data(), x_nchw.data(),
                                       dx_nchw.data());
