@@ -94,56 +94,59 @@ __device__ __forceinline__ void store_chunk(T* y, std::int64_t first, std::int64
   }
 }
 
-/// One row per team of `team` threads (32, or softmax_threads: the whole block), rows
-/// grid-strided. `vectorized`: see load_chunk (the output then has unit steps too).
-/// Four blocks per SM (64 registers): on 4096^2 floats (H200) logsumexp takes 22 us instead
-/// of 25 at its natural 96 registers, softmax and log_softmax alike.
+/// One row per team of `team` threads (32, or softmax_threads: the whole block): the rows
+/// from `first_row` on, one per team of the grid (no grid-stride loop: its state, held
+/// across the row, made log_softmax spill at the 64-register bound, 43.5 us on 4096^2 floats
+/// (H200) against 38 for softmax). `vectorized`: see load_chunk (the output then has unit
+/// steps too). Four blocks per SM (64 registers): on 4096^2 floats (H200) logsumexp takes
+/// 22 us instead of 25 at its natural 96 registers, softmax and log_softmax alike.
 template <class Kind, int V, class T, int R1>
 __global__ void __launch_bounds__(softmax_threads, 4)
-    softmax_rows(const T* in, T* out, detail::RowsGeometry<R1> g, int team, bool vectorized) {
+    softmax_rows(const T* in, T* out, detail::RowsGeometry<R1> g, std::int64_t first_row, int team, bool vectorized) {
   using Acc = detail::softmax_acc_t<T>;
   using Stats = detail::RowStats<Kind, Acc>;
   __shared__ Acc shared[softmax_threads / 32];
   const int lane = static_cast<int>(threadIdx.x) % team;
-  const std::int64_t teams = softmax_threads / team;
   const std::int64_t chunk = static_cast<std::int64_t>(team) * row_items;
-  for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * teams + threadIdx.x / team; row < g.rows;
-       row += static_cast<std::int64_t>(gridDim.x) * teams) {
-    std::int64_t in_offset = 0, out_offset = 0;
-    g.offsets(row, in_offset, out_offset);
-    const T* x = in + in_offset;
-    Acc values[row_items];
-    Stats stats;
-    constexpr bool softmax = std::is_same_v<Kind, detail::SoftmaxKind>;
-    for (std::int64_t first = 0; first < g.length; first += chunk) {
-      load_chunk<V>(x, first, g.length, g.in_step, lane, team, vectorized, values);
-      stats.template add<softmax>(values);  // softmax keeps exp(x - this thread's max)
-    }
-    // The row's maximum first, then each thread's sum rescaled to it: one exp per thread.
-    const Acc max = team_reduce(stats.max, team, shared, [](Acc a, Acc b) { return detail::math::fmax(a, b); });
-    const Acc sum = team_reduce(stats.sum_at(Stats::shift(max)), team, shared, [](Acc a, Acc b) { return a + b; });
-    const auto output = Stats{max, sum}.output();
-    if constexpr (Kind::per_element) {
-      T* y = out + out_offset;
-      if (g.length <= chunk) {  // the row is in registers
-        if constexpr (softmax) {
-          const Acc own_shift = Stats::shift(stats.max);
-          const Acc factor =
-              (own_shift == output.shift ? Acc(1) : detail::math::exp(own_shift - output.shift)) * output.inverse_sum;
-          store_chunk<V>(y, 0, g.length, g.out_step, lane, team, vectorized, [factor](Acc t) { return t * factor; },
-                         values);
-        } else {
-          store_chunk<V>(y, 0, g.length, g.out_step, lane, team, vectorized, output, values);
-        }
+  // A block's teams take consecutive rows; a whole-block team's threads share one row, so
+  // a block returns here whole or not at all (team_reduce's barriers).
+  const std::int64_t row =
+      first_row + static_cast<std::int64_t>(blockIdx.x) * (softmax_threads / team) + threadIdx.x / team;
+  if (row >= g.rows) return;
+  std::int64_t in_offset = 0, out_offset = 0;
+  g.offsets(row, in_offset, out_offset);
+  const T* x = in + in_offset;
+  Acc values[row_items];
+  Stats stats;
+  constexpr bool softmax = std::is_same_v<Kind, detail::SoftmaxKind>;
+  for (std::int64_t first = 0; first < g.length; first += chunk) {
+    load_chunk<V>(x, first, g.length, g.in_step, lane, team, vectorized, values);
+    stats.template add<softmax>(values);  // softmax keeps exp(x - this thread's max)
+  }
+  // The row's maximum first, then each thread's sum rescaled to it: one exp per thread.
+  const Acc max = team_reduce(stats.max, team, shared, [](Acc a, Acc b) { return detail::math::fmax(a, b); });
+  const Acc sum = team_reduce(stats.sum_at(Stats::shift(max)), team, shared, [](Acc a, Acc b) { return a + b; });
+  const auto output = Stats{max, sum}.output();
+  if constexpr (Kind::per_element) {
+    T* y = out + out_offset;
+    if (g.length <= chunk) {  // the row is in registers
+      if constexpr (softmax) {
+        const Acc own_shift = Stats::shift(stats.max);
+        const Acc factor =
+            (own_shift == output.shift ? Acc(1) : detail::math::exp(own_shift - output.shift)) * output.inverse_sum;
+        store_chunk<V>(y, 0, g.length, g.out_step, lane, team, vectorized, [factor](Acc t) { return t * factor; },
+                       values);
       } else {
-        for (std::int64_t first = 0; first < g.length; first += chunk) {
-          load_chunk<V>(x, first, g.length, g.in_step, lane, team, vectorized, values);
-          store_chunk<V>(y, first, g.length, g.out_step, lane, team, vectorized, output, values);
-        }
+        store_chunk<V>(y, 0, g.length, g.out_step, lane, team, vectorized, output, values);
       }
-    } else if (lane == 0) {
-      out[out_offset] = static_cast<T>(static_cast<detail::compute_t<T>>(output.log_sum));
+    } else {
+      for (std::int64_t first = 0; first < g.length; first += chunk) {
+        load_chunk<V>(x, first, g.length, g.in_step, lane, team, vectorized, values);
+        store_chunk<V>(y, first, g.length, g.out_step, lane, team, vectorized, output, values);
+      }
     }
+  } else if (lane == 0) {
+    out[out_offset] = static_cast<T>(static_cast<detail::compute_t<T>>(output.log_sum));
   }
 }
 

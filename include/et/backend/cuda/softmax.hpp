@@ -48,11 +48,14 @@ void softmax_rows_into(Backend<I>, Kind, const Tensor<T, R, Cuda<I>>& x, const T
   const bool by_warps = g.length <= warp_row || (Kind::per_element ? g.length > block_row && rows_enough : rows_enough);
   const int team = by_warps ? 32 : kernels::softmax_threads;
   const std::int64_t teams = kernels::softmax_threads / team;
-  const int blocks = static_cast<int>(
-      std::clamp<std::int64_t>((g.rows + teams - 1) / teams, 1, std::numeric_limits<std::int32_t>::max()));
   const bool vectorized = rows_vectorizable<V>(in, out, g, Kind::per_element);
-  launch<&kernels::softmax_rows<Kind, V, T, R1>>(call, blocks, kernels::softmax_threads, 0, in, out, g, team,
-                                                 vectorized);
+  // A team per row, a launch per 2^31 - 1 blocks of rows: one launch below 2^34 rows.
+  const std::int64_t rows_per_launch = std::int64_t{std::numeric_limits<std::int32_t>::max()} * teams;
+  for (std::int64_t first = 0; first < g.rows; first += rows_per_launch) {
+    const int blocks = static_cast<int>((std::min(g.rows - first, rows_per_launch) + teams - 1) / teams);
+    launch<&kernels::softmax_rows<Kind, V, T, R1>>(call, blocks, kernels::softmax_threads, 0, in, out, g, first,
+                                                   team, vectorized);
+  }
 }
 
 }  // namespace et::detail::cuda_backend
