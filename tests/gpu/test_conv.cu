@@ -1,8 +1,8 @@
 // Convolution and pooling on the GPU (cuDNN) against etensor's CPU path, which
 // tests/cpu/test_conv.cpp checks against double-precision loops: the same inputs on both
 // devices, float and double to tight tolerances (TF32 off), half and bfloat16 loosely.
-// Also: the bias, strided inputs, an empty batch, TF32, and the algorithm cache (a
-// configuration is searched once per thread and device).
+// Also: the bias, strided inputs, an empty batch, TF32, the algorithm cache (a
+// configuration is searched once per thread and device) and the search's GPU timing.
 //
 // [slow]: the sweep searches about 45 new configurations; scripts/gpu-check leaves it out of
 // the compute-sanitizer run.
@@ -11,8 +11,10 @@
 #include <et/et.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -227,4 +229,23 @@ TEST_CASE("conv2d on the GPU: one search per configuration, strided inputs, TF32
     CHECK_THROWS_AS(et::conv2d(xg, wg, {.stride = {0, 1}}), et::ShapeError);
     CHECK_THROWS_AS(et::max_pool2d(xg, {}), et::ShapeError);
   }
+}
+
+TEST_CASE("the plan search times the GPU, not the host queueing the runs", "[conv][timing]") {
+  const cudaStream_t stream = et::current_stream(et::cuda<0>).native();
+  const auto buffer = et::zeros<float>(et::cuda<0>, {1024});
+  int calls = 0;
+  // Each run takes the host 2 ms to queue and the GPU a few microseconds: held until the
+  // batch is queued, the GPU runs them back to back.
+  const float ms = et::detail::gpu_ms_per_run(stream, 3, 2, [&] {
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return cudaMemsetAsync(buffer.data(), 0, 4096, stream) == cudaSuccess;
+  });
+  CHECK(calls == 6);
+  CHECK(ms >= 0.0f);
+  CHECK(ms < 0.5f);  // timed with the host, a run takes at least 2 ms
+  calls = 0;
+  CHECK(et::detail::gpu_ms_per_run(stream, 3, 2, [&] { return ++calls < 2; }) < 0.0f);  // the second run fails
+  CHECK(calls == 2);
 }

@@ -4,9 +4,9 @@
 // that down-converts inputs; for float, no tensor-core (TF32) engine unless allow_tf32)
 // and without the engines known to fault (known_to_fault). The first time a configuration
 // is seen (shapes, layout, data type, options, pointer alignments, allow_tf32) the first
-// `timed_plan_limit` plans that build and run are timed (median of 3 after a warm-up) and
-// the fastest is cached per (thread, device): PyTorch's cudnn.benchmark, which times up
-// to 10 of the same list.
+// `timed_plan_limit` plans that build and run are timed on the GPU alone (gpu_timing.hpp:
+// after a warm-up, the least of three batches of three runs) and the fastest is cached per
+// (thread, device): PyTorch's cudnn.benchmark, which times up to 10 of the same list.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "et/backend/cuda/cudnn.hpp"
+#include "et/backend/cuda/gpu_timing.hpp"
 #include "et/ops/nn_shapes.hpp"
 
 namespace et::detail::cudnn_backend {
@@ -158,9 +159,8 @@ inline std::vector<Descriptor> engine_configs(cudnnBackendDescriptor_t graph, cu
   return accepted;
 }
 
-/// Runs a plan once on the handle's stream.
-inline cudnnStatus_t execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, const Operands& operands,
-                             void* workspace) {
+/// The variant pack of one execution: the operands' addresses and the workspace.
+inline Descriptor variant_pack(const Operands& operands, void* workspace) {
   std::array<std::int64_t, 3> uids{uid_x, uid_w, uid_y};
   std::array<void*, 3> pointers{operands.x, operands.w, operands.y};
   Descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
@@ -171,34 +171,18 @@ inline cudnnStatus_t execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan
   ET_CUDNN_CHECK(cudnnBackendSetAttribute(pack.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
                                           &workspace));
   ET_CUDNN_CHECK(cudnnBackendFinalize(pack.get()));
-  return cudnnBackendExecute(handle, plan, pack.get());
+  return pack;
 }
 
-/// Times `plan`: one warm-up run, then the median of three. Returns a negative time when
-/// the plan fails to run.
+/// Times `plan` on the GPU alone (gpu_timing.hpp): one warm-up run, then the least of three
+/// batches of three runs. Returns a negative time when the plan fails to run.
 inline float time_plan(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, const Operands& operands, void* workspace,
                        int device) {
-  if (execute(handle, plan, operands, workspace) != CUDNN_STATUS_SUCCESS) {
-    (void)cudaGetLastError();
-    return -1;
-  }
-  const cudaStream_t stream = current_stream_handle(device);
-  cudaEvent_t start{}, stop{};
-  ET_CUDA_CHECK(cudaEventCreate(&start));
-  ET_CUDA_CHECK(cudaEventCreate(&stop));
-  std::array<float, 3> times{};
-  bool ran = true;
-  for (float& time : times) {
-    ET_CUDA_CHECK(cudaEventRecord(start, stream));
-    ran = ran && execute(handle, plan, operands, workspace) == CUDNN_STATUS_SUCCESS;
-    ET_CUDA_CHECK(cudaEventRecord(stop, stream));
-    ET_CUDA_CHECK(cudaEventSynchronize(stop));
-    ET_CUDA_CHECK(cudaEventElapsedTime(&time, start, stop));
-  }
-  ET_CUDA_CHECK(cudaEventDestroy(start));
-  ET_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return ran ? times[1] : -1.0f;
+  const Descriptor pack = variant_pack(operands, workspace);
+  const auto run = [&] { return cudnnBackendExecute(handle, plan, pack.get()) == CUDNN_STATUS_SUCCESS; };
+  const float ms = run() ? gpu_ms_per_run(current_stream_handle(device), 3, 3, run) : -1.0f;
+  if (ms < 0) (void)cudaGetLastError();
+  return ms;
 }
 
 /// The configuration's cache key.
@@ -392,7 +376,8 @@ inline void convolution(int device, Direction direction, cudnnDataType_t type, c
   }
   const CachedPlan& cached = found->second;
   const auto workspace = allocate_bytes(device, static_cast<std::size_t>(cached.workspace));
-  ET_CUDNN_CHECK(execute(ctx.handle, cached.parts.back().get(), operands, workspace.get()));
+  const Descriptor pack = variant_pack(operands, workspace.get());
+  ET_CUDNN_CHECK(cudnnBackendExecute(ctx.handle, cached.parts.back().get(), pack.get()));
 }
 
 }  // namespace et::detail::cudnn_backend

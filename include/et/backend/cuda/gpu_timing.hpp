@@ -1,0 +1,81 @@
+// The GPU time of queued work without the host's time to queue it, for the algorithm
+// searches that time candidates (cudnn_conv.hpp). Each batch of runs is queued behind
+// kernels::hold_until, which keeps the stream waiting until the host raises a flag in pinned
+// memory once the whole batch is queued: the events around the batch then see the runs back
+// to back, as they execute in a program that keeps the GPU busy. Timed without the hold, a
+// run that the host takes longer to queue than the GPU to execute (about 35 us of host time
+// for one cuDNN execution on the H200 machines, 45 us on the GPU for a large convolution)
+// is timed as host time, and candidates rank by the host's noise. Host code; nvcc only.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "et/kernels/hold.cuh"
+#include "et/runtime/error.hpp"
+
+namespace et::detail {
+
+/// A flag in pinned host memory that a kernel on `stream` reads. Destroying it raises it
+/// and waits for the stream, so a hold_until still waiting ends before the memory is freed.
+class HostFlag {
+ public:
+  explicit HostFlag(cudaStream_t stream) : stream_(stream) {
+    void* memory = nullptr;
+    ET_CUDA_CHECK(cudaHostAlloc(&memory, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
+    flag_ = static_cast<volatile int*>(memory);
+    *flag_ = 0;
+    ET_CUDA_CHECK(cudaHostGetDevicePointer(&device_, memory, 0));
+  }
+  HostFlag(const HostFlag&) = delete;
+  HostFlag& operator=(const HostFlag&) = delete;
+  ~HostFlag() {
+    raise();
+    (void)cudaStreamSynchronize(stream_);
+    (void)cudaFreeHost(const_cast<int*>(flag_));
+  }
+  void lower() { *flag_ = 0; }
+  void raise() { *flag_ = 1; }
+  const volatile int* device() const { return static_cast<const volatile int*>(device_); }
+
+ private:
+  cudaStream_t stream_;
+  volatile int* flag_ = nullptr;
+  void* device_ = nullptr;
+};
+
+/// Milliseconds of GPU time per call of `run` (which queues work on `stream` and returns
+/// false when it failed): the least over `reps` batches of `runs` calls, each batch queued
+/// behind a held stream. Negative if any call failed. A batch whose queueing outlasts the
+/// hold's limit (a stalled host) is timed with the idle GPU in it, and loses to the others.
+template <class Run>
+float gpu_ms_per_run(cudaStream_t stream, int runs, int reps, Run&& run) {
+  constexpr std::uint64_t hold_limit_ns = 100'000'000;
+  HostFlag flag(stream);
+  cudaEvent_t start{}, stop{};
+  ET_CUDA_CHECK(cudaEventCreate(&start));
+  ET_CUDA_CHECK(cudaEventCreate(&stop));
+  float best = std::numeric_limits<float>::infinity();
+  bool ran = true;
+  for (int rep = 0; rep < reps && ran; ++rep) {
+    flag.lower();
+    kernels::hold_until<<<1, 1, 0, stream>>>(flag.device(), hold_limit_ns);
+    ET_CUDA_CHECK(cudaGetLastError());
+    ET_CUDA_CHECK(cudaEventRecord(start, stream));
+    for (int i = 0; i < runs && ran; ++i) ran = run();
+    ET_CUDA_CHECK(cudaEventRecord(stop, stream));
+    flag.raise();
+    ET_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    ET_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    best = std::min(best, ms / static_cast<float>(runs));
+  }
+  ET_CUDA_CHECK(cudaEventDestroy(start));
+  ET_CUDA_CHECK(cudaEventDestroy(stop));
+  return ran ? best : -1.0f;
+}
+
+}  // namespace et::detail
