@@ -3,9 +3,9 @@
 // kernels::hold_until, which keeps the stream waiting until the host raises a flag in pinned
 // memory once the whole batch is queued: the events around the batch then see the runs back
 // to back, as they execute in a program that keeps the GPU busy. Timed without the hold, a
-// run that the host takes longer to queue than the GPU to execute (about 35 us of host time
-// for one cuDNN execution on the H200 machines, 45 us on the GPU for a large convolution)
-// is timed as host time, and candidates rank by the host's noise. Host code; nvcc only.
+// run is timed with the host's time to queue it inside the window (35-39 us of host time
+// per conv2d call on the H200 machines, against 45 us of GPU time for a large convolution),
+// and candidates rank by the host's noise. Host code; nvcc only.
 #pragma once
 
 #include <cuda_runtime.h>
