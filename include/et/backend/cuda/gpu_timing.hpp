@@ -13,38 +13,40 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 
 #include "et/kernels/hold.cuh"
 #include "et/runtime/error.hpp"
+#include "et/runtime/pinned.hpp"
 
 namespace et::detail {
 
-/// A flag in pinned host memory that a kernel on `stream` reads. Destroying it raises it
-/// and waits for the stream, so a hold_until still waiting ends before the memory is freed.
+/// A flag in pinned host memory that a kernel on `stream` reads: a block of the caching
+/// pinned allocator (runtime/pinned.hpp), page-locked once per process rather than per
+/// timed plan. Under unified addressing (every 64-bit CUDA process) a kernel reads
+/// page-locked memory through the host's own pointer.
+/// Destroying the flag raises it and waits for the stream, so a hold_until still waiting
+/// ends before the block goes back to the cache.
 class HostFlag {
  public:
-  explicit HostFlag(cudaStream_t stream) : stream_(stream) {
-    void* memory = nullptr;
-    ET_CUDA_CHECK(cudaHostAlloc(&memory, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
-    flag_ = static_cast<volatile int*>(memory);
+  explicit HostFlag(cudaStream_t stream)
+      : stream_(stream), block_(allocate_pinned(sizeof(int))), flag_(static_cast<volatile int*>(block_.get())) {
     *flag_ = 0;
-    ET_CUDA_CHECK(cudaHostGetDevicePointer(&device_, memory, 0));
   }
   HostFlag(const HostFlag&) = delete;
   HostFlag& operator=(const HostFlag&) = delete;
   ~HostFlag() {
     raise();
     (void)cudaStreamSynchronize(stream_);
-    (void)cudaFreeHost(const_cast<int*>(flag_));
   }
   void lower() { *flag_ = 0; }
   void raise() { *flag_ = 1; }
-  const volatile int* device() const { return static_cast<const volatile int*>(device_); }
+  const volatile int* device() const { return flag_; }
 
  private:
   cudaStream_t stream_;
-  volatile int* flag_ = nullptr;
-  void* device_ = nullptr;
+  std::shared_ptr<void> block_;
+  volatile int* flag_;
 };
 
 /// Milliseconds of GPU time per call of `run` (which queues work on `stream` and returns
