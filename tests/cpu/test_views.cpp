@@ -596,6 +596,15 @@ TEST_CASE("expressions mix views with broadcast and non-contiguous operands", "[
     CHECK(plan_elementwise(dst, b.slice(1, 0, 2 * n, 2) + 1.0).linear == (m == 1 && n == 1));
     CHECK(plan_elementwise(dst, a.transpose(0, 1) + 1.0).linear == (n == 1 || m == 1));
     CHECK(plan_elementwise(dst, c.expand({m, n}) + 1.0).linear == (m == 1));
+    // The GPU's linear kernel reads a broadcast row at (i / div) % mod (plan.wrapped), but
+    // only into outputs of rank 2 and up: a rank-1 output's broadcast operand is one element,
+    // read by the strided kernel (expr/readers.hpp's ReaderWrap).
+    CHECK(plan_elementwise(dst, c + 1.0).wrapped);
+    CHECK(plan_elementwise(dst, a.transpose(0, 1) + 1.0).wrapped == (n == 1 || m == 1));
+    const auto line = et::empty<double>(et::cpu, {n});
+    const auto one = et::from_vector(et::cpu, std::vector<double>{2.0}, {1});
+    CHECK(plan_elementwise(line, c * 2.0).wrapped);
+    CHECK(plan_elementwise(line, c * one).wrapped == (n == 1));
   }
 }
 

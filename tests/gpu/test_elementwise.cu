@@ -326,6 +326,13 @@ TEST_CASE("broadcasting follows NumPy rules", "[elementwise][broadcast]") {
                  }),
                  tol);
   }
+  SECTION("a rank-1 output with a one-element operand (the strided kernel, stride 0)") {
+    const et::Tensor<float, 1, Gpu> z = c1.gpu * one.gpu - one.gpu;
+    const et::Tensor<float, 1, et::Cpu> z_cpu = c1.cpu * one.cpu - one.cpu;
+    const auto u = static_cast<double>(one.host[0]);
+    check_result(z, z_cpu, reference(1, 1, n, [&](auto, auto, auto j) { return at(c1, {1, 1, n}, 0, 0, j) * u - u; }),
+                 tol);
+  }
   SECTION("assigning a lower-rank expression broadcasts into the destination") {
     auto z = et::empty<float>(et::cuda<0>, {k, m, n});
     auto z_cpu = et::empty<float>(et::cpu, {k, m, n});

@@ -72,8 +72,9 @@ void for_each_leaf(const MapExpr<Op, Cs...>& e, F&& f) {
 struct ElementwisePlan {
   bool linear = true;            ///< every operand can be read at the output's linear index
   std::int64_t max_index = 0;    ///< largest index or element offset the evaluation touches
-  /// Every operand can be read at the output's linear index i or, broadcast, at
-  /// (i / div) % mod (layout.hpp's linear_wrap; the GPU's linear kernel does this).
+  /// Every operand can be read at the output's linear index i or, broadcast into an index
+  /// space of rank 2 and up, at (i / div) % mod (layout.hpp's linear_wrap; the GPU's linear
+  /// kernel does this).
   bool wrapped = true;
   /// Vectors of V elements serve the wrapped operands when V divides this (0: none wrapped).
   std::int64_t wrap_granule = 0;
@@ -100,7 +101,7 @@ ElementwisePlan plan_reads(const std::array<std::int64_t, R>& shape, const E& ex
       plan.linear = plan.linear && like_output;
       if (!like_output) {
         const LinearWrap wrap = linear_wrap(shape, strides);
-        plan.wrapped = plan.wrapped && wraps(wrap, shape);
+        plan.wrapped = plan.wrapped && R >= 2 && wraps(wrap, shape);  // rank 1: readers.hpp's ReaderWrap
         plan.wrap_granule = std::gcd(plan.wrap_granule, wrap.div > 1 ? wrap.div : wrap.mod);
       }
       plan.max_index = std::max(plan.max_index, max_offset(shape, strides));
