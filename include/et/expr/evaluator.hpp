@@ -101,7 +101,8 @@ ElementwisePlan plan_reads(const std::array<std::int64_t, R>& shape, const E& ex
       plan.linear = plan.linear && like_output;
       if (!like_output) {
         const LinearWrap wrap = linear_wrap(shape, strides);
-        plan.wrapped = plan.wrapped && R >= 2 && wraps(wrap, shape);  // rank 1: readers.hpp's ReaderWrap
+        // The linear kernel's readers (64-bit) carry a wrap in index spaces of rank 2 and up.
+        plan.wrapped = plan.wrapped && carries_wrap<static_cast<int>(R), std::int64_t> && wraps(wrap, shape);
         plan.wrap_granule = std::gcd(plan.wrap_granule, wrap.div > 1 ? wrap.div : wrap.mod);
       }
       plan.max_index = std::max(plan.max_index, max_offset(shape, strides));

@@ -90,6 +90,8 @@ bool same_bytes(const T& a, const T& b) {
 /// program that carries it tests wrap_mod: the depth-6 shared form (bench/depth.cu, rank 1,
 /// 19 leaf loads a thread, issue-bound) went from 1.23 to 1.44 ms at 2^28 on an H200 when
 /// the tests came in, and takes 1.420 ms on an H100 without them against 1.467 with.
+template <int R, class Index>
+inline constexpr bool carries_wrap = sizeof(Index) == 8 && R >= 2;
 template <bool Wide>
 struct ReaderWrap {
   std::uint32_t wrap_div = 1, wrap_mod = 0;
@@ -114,8 +116,8 @@ ET_UNROLL
 /// GPU the linear modes of a 64-bit reader follow its wrap; the CPU loops never read a
 /// wrapped operand linearly (plan.linear excludes it).
 template <class T, int R, class Index>
-struct TensorReader : ReaderWrap<sizeof(Index) == 8 && R >= 2> {
-  static constexpr bool wraps = sizeof(Index) == 8 && R >= 2;
+struct TensorReader : ReaderWrap<carries_wrap<R, Index>> {
+  static constexpr bool wraps = carries_wrap<R, Index>;
   using value_type = compute_t<T>;
   const T* data;
   Index strides[R > 0 ? R : 1];
