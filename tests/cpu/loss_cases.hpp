@@ -47,6 +47,18 @@ void check_losses() {
     CHECK(got == Approx(want).epsilon(1e-12).margin(1e-12));
     const auto xf = et::cast<float>(x);
     CHECK(double(et::nn::cross_entropy(et::Tensor<float, 2, D>(xf), y).item()) == Approx(want).epsilon(1e-5));
+    // Views read through their strides: the logits transposed in memory (column stride
+    // `rows`), every label one apart from the next (a column of a [rows, 2] tensor).
+    std::vector<double> columns(logits.values.size());
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < classes; ++c)
+        columns[static_cast<std::size_t>(c * rows + r)] = logits.values[static_cast<std::size_t>(r * classes + c)];
+    std::vector<std::int64_t> pairs(2 * labels.size(), -7);
+    for (std::size_t r = 0; r < labels.size(); ++r) pairs[2 * r + 1] = labels[r];
+    const auto x_view = et::from_vector(D{}, columns, {classes, rows}).transpose(0, 1);
+    const auto y_view = et::from_vector(D{}, pairs, {rows, 2}).select(1, 1);
+    CHECK((rows == 1 || classes == 1 || !x_view.is_contiguous()));
+    CHECK(et::nn::cross_entropy(x_view, y_view).item() == Approx(want).epsilon(1e-12).margin(1e-12));
   }
   // Gradients (one node, one fused kernel): against central differences.
   const std::vector<std::int64_t> labels{2, 0, 4, 4};

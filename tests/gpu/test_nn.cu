@@ -1,5 +1,5 @@
 // Losses on the GPU: the cases of tests/cpu/loss_cases.hpp on CUDA, and cross_entropy's
-// backward as ONE kernel (CUPTI-counted).
+// forward as three kernels (one reading the logits) and its backward as ONE (CUPTI-counted).
 #include "../cpu/loss_cases.hpp"
 #include "cupti_counter.hpp"
 
@@ -16,11 +16,14 @@ using Gpu = et::Cuda<0>;
 
 TEST_CASE("GPU: losses: values, gradients and errors", "[nn][loss]") { test::check_losses<Gpu>(); }
 
-TEST_CASE("GPU: cross_entropy's backward is one kernel", "[nn][loss][cupti]") {
+TEST_CASE("GPU: cross_entropy's forward is three kernels, its backward one", "[nn][loss][cupti]") {
   auto logits = et::randn<float>(et::cuda<0>, {256, 1000}, 7);
   logits.requires_grad_(true);
   const auto labels = et::cast<std::int64_t>(et::rand<float>(et::cuda<0>, {256}, 8) * 999.0f);
-  const auto loss = et::nn::cross_entropy(logits, et::Tensor<std::int64_t, 1, Gpu>(labels));
+  const et::Tensor<std::int64_t, 1, Gpu> label_tensor(labels);
+  test::LaunchCounter forward;
+  const auto loss = et::nn::cross_entropy(logits, label_tensor);
+  CHECK(forward.stop().kernels() == 3);  // logsumexp; the mean of lse - x[label] (a full reduction: two)
   const auto seed = et::ones<float>(et::cuda<0>, std::array<std::int64_t, 0>{});  // made outside the count
   test::LaunchCounter counter;
   loss.backward(seed);

@@ -7,10 +7,12 @@
 //
 // cross_entropy is PyTorch's (log-softmax and negative log-likelihood, mean over the
 // batch), computed stably: for each row, m = max, lse = m + log(sum(exp(x - m))), and the
-// loss is mean(lse - x[label]). Its backward is ONE fused kernel, (softmax(x) - onehot) * g / N,
-// from the saved logits and lse (PyTorch's separate log_softmax and nll_loss backward are
-// two). A label outside [0, C) throws et::Error on the CPU; on a GPU it makes the loss NaN
-// (checking there would wait for the GPU on every call).
+// loss is mean(lse - x[label]): logsumexp reads the logits once (one kernel), and the mean
+// (a full reduction: two launches) reads lse and one logit a row (x[label]). Its backward is ONE fused kernel,
+// (softmax(x) - onehot) * g / N, from the saved logits and lse (PyTorch's separate
+// log_softmax and nll_loss backward are two). A label outside [0, C) throws et::Error on
+// the CPU; on a GPU it makes the loss NaN (checking there would wait for the GPU on every
+// call).
 #pragma once
 
 #include <cmath>
@@ -34,6 +36,21 @@ template <class D>
 auto labels_in_range(const Tensor<std::int64_t, 1, D>& labels, std::int64_t classes) {
   return (labels >= std::int64_t{0}) == (labels < classes);
 }
+
+/// Row i's logit at its label, x[i][labels[i]], or NaN where the label lies outside
+/// [0, classes) (reached on a GPU only, whose labels are not checked on the host): N reads
+/// of the logits, where a masked row sum would read all N x C again.
+template <class T>
+struct LabelLogit {
+  using value_type = T;
+  const T* logits;
+  const std::int64_t* labels;
+  std::int64_t row_stride, column_stride, label_stride, classes;
+  ET_HD T operator()(std::int64_t i) const {
+    const std::int64_t c = labels[i * label_stride];
+    return c >= 0 && c < classes ? logits[i * row_stride + c * column_stride] : static_cast<T>(NAN);
+  }
+};
 
 /// 0, 1, ..., classes - 1 along the last axis, as an expression (no tensor, no kernel).
 template <class D>
@@ -79,11 +96,12 @@ Tensor<T, 0, D> cross_entropy_on(const Tensor<T, 2, D>& logits, const Tensor<std
   {
     NoGradGuard no_grad;  // recorded below as one node
     const Tensor<T, 2, D> x = logits.detach();
-    lse = logsumexp(x, 1);  // one kernel
-    const auto picked = sum(where(detail::column_index<D>(classes) == labels.unsqueeze(1), x, T(0)), 1);
-    // A label out of range (only possible on a GPU here) makes the loss NaN.
-    const auto poison = where(detail::labels_in_range(labels, classes), T(0), static_cast<T>(NAN));
-    loss = mean(lse - picked + poison);
+    lse = logsumexp(x, 1);  // one kernel, the one read of the logits
+    const detail::LabelLogit<T> pick{x.data(), labels.data(), x.strides()[0], x.strides()[1], labels.strides()[0],
+                                     classes};
+    // The label's logit a row, read inside the mean's kernels: three launches in all.
+    loss = mean(lse - et::detail::GeneratorExpr<detail::LabelLogit<T>, 1, D>(pick, Shape<1>{n}));
+    et::detail::note_stream_uses(x, labels);
   }
 #if !defined(ET_NO_AUTOGRAD)
   if (grad_enabled() && logits.requires_grad()) {
