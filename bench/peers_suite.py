@@ -6,7 +6,8 @@
     bias-add       z = m + b, m [n, n], b [n]               32x32 ... 16384x16384
     transpose-add  z = x.t() + y on [n, n]
     softmax        softmax over the rows of a 4096 x 4096 float32 matrix; log-softmax and
-                   logsumexp (keepdim) likewise
+                   logsumexp (keepdim) likewise; cross-entropy (F.cross_entropy's forward,
+                   the matrix as logits, int64 labels [4096] as bench/suite.cu makes them)
     launch-bound   1000 dependent x = x * 0.5 + y on 1024 floats, microseconds per expression
 
 Each peer gets its best natural spelling: eager writes single-operation workloads into a
@@ -237,6 +238,16 @@ class Runner:
             f = self.compile(name, op)
             self.measure(name, size, side * side, "torch.compile", lambda: out.__setitem__("z", f(m)),
                          lambda: out["z"], want, floor)
+        labels = (torch.arange(side, dtype=torch.int64, device=m.device) * 2654435761) % side
+
+        def cross_entropy(a):
+            return torch.nn.functional.cross_entropy(a, labels)
+        want = cross_entropy(m.double())
+        self.measure("cross-entropy", size, side * side, "torch eager", lambda: out.__setitem__("z", cross_entropy(m)),
+                     lambda: out["z"], want)
+        f = self.compile("cross-entropy", cross_entropy)
+        self.measure("cross-entropy", size, side * side, "torch.compile", lambda: out.__setitem__("z", f(m)),
+                     lambda: out["z"], want)
         if self.cupy:
             cupy = self.cupy
             cm = self.to_cupy(m)

@@ -13,6 +13,8 @@
 // Other:
 //   softmax         et::softmax(m, 1) over the rows of a 4096 x 4096 float matrix, into a new
 //                   tensor (one kernel, et/ops/softmax.hpp); log-softmax and logsumexp (keepdim) likewise
+//   cross-entropy   et::nn::cross_entropy(m, labels), the forward over the same matrix with
+//                   int64 labels [4096] (three kernels; the logits read once)
 //   launch-bound    1000 dependent expressions x = x * 0.5f + y on 1024 floats; microseconds
 //                   per expression (the GPU waits for the host: this measures launch cost)
 //
@@ -300,6 +302,39 @@ class Suite {
       set_copy_limit(row);
       add(row);
     }
+    cross_entropy(m, input);
+  }
+
+  /// The cross-entropy forward over the same matrix as logits, one label a row: the logits
+  /// read once (logsumexp), then the mean over the rows reads one logit each (three kernels).
+  /// The value is recomputed in double over every row on the host.
+  void cross_entropy(const Matrix& m, const std::vector<float>& input) {
+    const std::int64_t rows = m.size(0), classes = m.size(1);
+    std::vector<std::int64_t> labels(static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r) labels[static_cast<std::size_t>(r)] = (r * 2654435761LL) % classes;
+    const auto y = et::from_vector(et::cuda<0>, labels, {rows});
+    et::Tensor<float, 0, Gpu> loss = et::nn::cross_entropy(m, y);
+    double want = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* in = input.data() + r * classes;
+      double top = -INFINITY, total = 0;
+      for (std::int64_t c = 0; c < classes; ++c) top = std::max(top, double(in[c]));
+      for (std::int64_t c = 0; c < classes; ++c) total += std::exp(double(in[c]) - top);
+      want += top + std::log(total) - double(in[labels[static_cast<std::size_t>(r)]]);
+    }
+    want /= static_cast<double>(rows);
+    Check check;
+    const float got = loss.item();
+    if (std::isfinite(got)) check.max_error = std::fabs(got - want) / std::max(1.0, std::fabs(want));
+    else ++check.non_finite;
+    Row row{"cross-entropy", std::to_string(rows) + "x" + std::to_string(classes), rows * classes,
+            4.0 * static_cast<double>(rows * classes) + 8.0 * static_cast<double>(rows)};
+    row.check = check;
+    row.kernels = 3;
+    row.note = "forward: logsumexp (the one read of the logits), then the mean of lse - x[label]";
+    row.etensor_us = median_us([&] { loss = et::nn::cross_entropy(m, y); }, 3, reps_);
+    set_copy_limit(row);
+    add(row);
   }
 
   /// `expressions` dependent evaluations of x = x * 0.5f + y in one timed span; the time
