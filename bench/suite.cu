@@ -101,6 +101,14 @@ __global__ void reference_transpose_add(const float* x, const float* y, float* z
   if (i < side * side) z[i] = x[(i % side) * side + i / side] + y[i];
 }
 
+/// log(sum(exp(row))) of n floats, in double, shifted by the row's maximum.
+double row_log_total(const float* in, std::int64_t n) {
+  double top = -INFINITY, total = 0;
+  for (std::int64_t c = 0; c < n; ++c) top = std::max(top, double(in[c]));
+  for (std::int64_t c = 0; c < n; ++c) total += std::exp(double(in[c]) - top);
+  return top + std::log(total);
+}
+
 unsigned blocks_for(std::int64_t threads) {
   return static_cast<unsigned>((threads + block_threads - 1) / block_threads);
 }
@@ -278,10 +286,7 @@ class Suite {
       Check check;
       for (const std::int64_t r : {std::int64_t{0}, std::int64_t{1}, side / 3, side / 2, side - 1}) {
         const float* in = input.data() + r * side;
-        double top = -INFINITY, total = 0;
-        for (std::int64_t c = 0; c < side; ++c) top = std::max(top, double(in[c]));
-        for (std::int64_t c = 0; c < side; ++c) total += std::exp(double(in[c]) - top);
-        const double log_total = top + std::log(total);
+        const double log_total = row_log_total(in, side);
         for (std::int64_t c = 0; c < (lse ? 1 : side); ++c) {
           const float got = output[static_cast<std::size_t>(lse ? r : r * side + c)];
           if (!std::isfinite(got)) {
@@ -317,10 +322,7 @@ class Suite {
     double want = 0;
     for (std::int64_t r = 0; r < rows; ++r) {
       const float* in = input.data() + r * classes;
-      double top = -INFINITY, total = 0;
-      for (std::int64_t c = 0; c < classes; ++c) top = std::max(top, double(in[c]));
-      for (std::int64_t c = 0; c < classes; ++c) total += std::exp(double(in[c]) - top);
-      want += top + std::log(total) - double(in[labels[static_cast<std::size_t>(r)]]);
+      want += row_log_total(in, classes) - double(in[labels[static_cast<std::size_t>(r)]]);
     }
     want /= static_cast<double>(rows);
     Check check;

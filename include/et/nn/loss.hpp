@@ -8,9 +8,9 @@
 // cross_entropy is PyTorch's (log-softmax and negative log-likelihood, mean over the
 // batch), computed stably: for each row, m = max, lse = m + log(sum(exp(x - m))), and the
 // loss is mean(lse - x[label]): logsumexp reads the logits once (one kernel), and the mean
-// (a full reduction: two launches) reads lse and one logit a row (x[label]). Its backward is ONE fused kernel,
-// (softmax(x) - onehot) * g / N, from the saved logits and lse (PyTorch's separate
-// log_softmax and nll_loss backward are two). A label outside [0, C) throws et::Error on
+// (a full reduction: two launches) reads lse and one logit a row (x[label]). Its backward
+// is ONE fused kernel, (softmax(x) - onehot) * g / N, from the saved logits and lse
+// (PyTorch's separate log_softmax and nll_loss backward are two). A label outside [0, C) throws et::Error on
 // the CPU; on a GPU it makes the loss NaN (checking there would wait for the GPU on every
 // call).
 #pragma once
@@ -39,7 +39,8 @@ auto labels_in_range(const Tensor<std::int64_t, 1, D>& labels, std::int64_t clas
 
 /// Row i's logit at its label, x[i][labels[i]], or NaN where the label lies outside
 /// [0, classes) (reached on a GPU only, whose labels are not checked on the host): N reads
-/// of the logits, where a masked row sum would read all N x C again.
+/// of the logits, where a masked row sum would read all N x C again. Not et::gather's
+/// generator: gather checks its indices on the host first and reads them unguarded.
 template <class T>
 struct LabelLogit {
   using value_type = T;
