@@ -10,9 +10,9 @@
 // loss is mean(lse - x[label]): logsumexp reads the logits once (one kernel), and the mean
 // (a full reduction: two launches) reads lse and one logit a row (x[label]). Its backward
 // is ONE fused kernel, (softmax(x) - onehot) * g / N, from the saved logits and lse
-// (PyTorch's separate log_softmax and nll_loss backward are two). A label outside [0, C) throws et::Error on
-// the CPU; on a GPU it makes the loss NaN (checking there would wait for the GPU on every
-// call).
+// (PyTorch's separate log_softmax and nll_loss backward are two). A label outside [0, C)
+// throws et::Error on the CPU; on a GPU it makes the loss NaN (checking there would wait
+// for the GPU on every call).
 #pragma once
 
 #include <cmath>
