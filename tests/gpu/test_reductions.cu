@@ -46,7 +46,8 @@ std::vector<double> reference(const std::vector<float>& v, std::int64_t outer, s
 }  // namespace
 
 TEST_CASE("full reductions on the GPU", "[reductions]") {
-  const std::int64_t n = GENERATE(1, 3, 1000, 1000003, (std::int64_t{1} << 24) + 3);
+  // 1000, 3000, 4096: one launch (one block finishes); 4097 and up: block partials, then a finish.
+  const std::int64_t n = GENERATE(1, 3, 1000, 3000, 4096, 4097, 1000003, (std::int64_t{1} << 24) + 3);
   CAPTURE(n);
   const auto values = random_vector<float>(static_cast<std::size_t>(n), 7 + static_cast<std::uint64_t>(n));
   const auto others = random_vector<float>(static_cast<std::size_t>(n), 8 + static_cast<std::uint64_t>(n));
@@ -216,6 +217,29 @@ TEST_CASE("a reduction of a fused expression launches no elementwise kernel", "[
     const auto rows = et::sum(et::exp(m) * 2.0f, 1);
     CHECK(counter.stop().kernels() == 1);  // one block per row
     CHECK(rows.numel() == 512);
+  }
+  {
+    // Inputs one block reads in one round are one launch: 4096 aligned floats (four vectors
+    // a thread), 32 x 32 read transposed (strided, one element a thread: 1024); one more
+    // element takes the two stages.
+    const auto small = et::randn<float>(et::cuda<0>, {4097}, 4);
+    const auto square = et::randn<float>(et::cuda<0>, {32, 32}, 5).transpose(0, 1);
+    const std::vector<float> host_small = small.to_vector(), host_square = square.contiguous().to_vector();
+    for (const std::int64_t n : {std::int64_t{4096}, std::int64_t{4097}}) {
+      const auto head = small.slice(0, 0, n);
+      double expected = 0;
+      for (std::int64_t i = 0; i < n; ++i) expected += host_small[static_cast<std::size_t>(i)] * 2.0;
+      test::LaunchCounter counter;
+      const auto s = et::sum(head * 2.0f);
+      CHECK(counter.stop().kernels() == (n == 4096 ? 1 : 2));
+      CHECK(s.item() == Approx(expected).margin(1e-3));
+    }
+    double expected = 0;
+    for (const float v : host_square) expected += double(v) * v;
+    test::LaunchCounter counter;
+    const auto s = et::sum(square * square);
+    CHECK(counter.stop().kernels() == 1);
+    CHECK(s.item() == Approx(expected).epsilon(1e-5));
   }
   {
     test::LaunchCounter counter;

@@ -8,11 +8,11 @@
 // cross_entropy is PyTorch's (log-softmax and negative log-likelihood, mean over the
 // batch), computed stably: for each row, m = max, lse = m + log(sum(exp(x - m))), and the
 // loss is mean(lse - x[label]): logsumexp reads the logits once (one kernel), and the mean
-// (a full reduction: two launches) reads lse and one logit a row (x[label]). Its backward
-// is ONE fused kernel, (softmax(x) - onehot) * g / N, from the saved logits and lse
-// (PyTorch's separate log_softmax and nll_loss backward are two). A label outside [0, C)
-// throws et::Error on the CPU; on a GPU it makes the loss NaN (checking there would wait
-// for the GPU on every call).
+// (a full reduction: one launch up to 4096 float rows, two above) reads lse and one logit
+// a row (x[label]). Its backward is ONE fused kernel, (softmax(x) - onehot) * g / N, from
+// the saved logits and lse (PyTorch's separate log_softmax and nll_loss backward are two).
+// A label outside [0, C) throws et::Error on the CPU; on a GPU it makes the loss NaN
+// (checking there would wait for the GPU on every call).
 #pragma once
 
 #include <cmath>
@@ -100,7 +100,8 @@ Tensor<T, 0, D> cross_entropy_on(const Tensor<T, 2, D>& logits, const Tensor<std
     lse = logsumexp(x, 1);  // one kernel, the one read of the logits
     const detail::LabelLogit<T> pick{x.data(), labels.data(), x.strides()[0], x.strides()[1], labels.strides()[0],
                                      classes};
-    // The label's logit a row, read inside the mean's kernels: three launches in all.
+    // The label's logit a row, read inside the mean's kernel(s): two launches in all up to
+    // 4096 float rows (the mean's one block), three above.
     loss = mean(lse - et::detail::GeneratorExpr<detail::LabelLogit<T>, 1, D>(pick, Shape<1>{n}));
     et::detail::note_stream_uses(x, labels);
   }

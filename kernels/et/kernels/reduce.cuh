@@ -75,11 +75,12 @@ __device__ __forceinline__ typename Op::acc_type combine_vector(typename Op::acc
 }
 
 /// Stage 1 of a full reduction: each block reduces a grid-strided share of the n elements
-/// into partials[blockIdx.x]. In vector mode four vectors per thread are in flight.
-template <class Op, int Threads, int V, class Reader, int R, class Index>
+/// into partials[blockIdx.x]; with no partials (one block) it writes the result to *out
+/// itself. In vector mode four vectors per thread are in flight.
+template <class Op, int Threads, int V, class Reader, int R, class Index, class Out>
 __global__ void __launch_bounds__(Threads)
     reduce_all_blocks(Reader in, Index n, ReadMode mode, detail::Coord<R, Index> extents,
-                      typename Op::acc_type* partials) {
+                      typename Op::acc_type* partials, Out* out) {
   using Acc = typename Op::acc_type;
   const Index first = static_cast<Index>(blockIdx.x) * Threads + static_cast<Index>(threadIdx.x);
   const Index stride = static_cast<Index>(gridDim.x) * Threads;
@@ -107,7 +108,9 @@ __global__ void __launch_bounds__(Threads)
   for (Index i = tail + first; i < n; i = next_index(i, stride, n))
     acc = Op::combine(acc, lift_element<Op>(in, mode, i, extents, static_cast<std::int64_t>(i)));
   acc = block_reduce<Op, Threads>(acc);
-  if (threadIdx.x == 0) partials[blockIdx.x] = acc;
+  if (threadIdx.x != 0) return;
+  if (partials) partials[blockIdx.x] = acc;
+  else *out = static_cast<Out>(Op::finish(acc, n));
 }
 
 /// Stage 2 of a full reduction: one block combines the partials and writes the result.

@@ -1,7 +1,8 @@
 // How reductions run on a CUDA device: the launchers for kernels/et/kernels/reduce.cuh.
-// Full reductions take two launches (block partials, then one block to finish); axis
-// reductions one (rows, or columns with few enough chunks) or two. Scratch space comes
-// from the device's caching allocator, stream-ordered. Only for nvcc.
+// Full reductions take two launches (block partials, then one block to finish), or one
+// for inputs one block reads in a round; axis reductions one (rows, or columns with few
+// enough chunks) or two. Scratch space comes from the device's caching allocator,
+// stream-ordered. Only for nvcc.
 #pragma once
 
 #if !defined(__CUDACC__)
@@ -47,22 +48,30 @@ void reduce_into(Backend<Device>, Op, const E& expr, Out* out) {
   const CudaCall call(Device, "reduction");
   note_expression_uses(expr);
   const std::int64_t n = checked_numel(shape);
-  // Enough resident blocks to fill every SM twice over; each thread then streams.
-  const std::int64_t wanted = (n + std::int64_t{reduce_threads} * V - 1) / (std::int64_t{reduce_threads} * V);
-  const int blocks = static_cast<int>(
-      std::clamp<std::int64_t>(wanted, 1, std::int64_t{device_properties(Device).multiprocessors} * 8));
-  const auto scratch = allocate_bytes(Device, sizeof(Acc) * static_cast<std::size_t>(blocks));
-  auto* partials = static_cast<Acc*>(scratch.get());
   with_index_type(fits_int32(plan.max_index), [&](auto index_tag) {
     using Index = decltype(index_tag);
+    const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, true);
     std::vector<std::shared_ptr<void>> buffers;
     auto reader = build_program<Index>(expr, shape, call, buffers);  // not const: see elementwise.hpp
-    const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, true);
-    launch<&kernels::reduce_all_blocks<Op, reduce_threads, V, decltype(reader), R, Index>>(
-        call, blocks, reduce_threads, 0, reader, n, mode, to_coord<Index>(shape), partials);
+    constexpr auto blocks_stage = &kernels::reduce_all_blocks<Op, reduce_threads, V, decltype(reader), R, Index, Out>;
+    // Where one block reads it all in one round (four vectors a thread, or the V elements a
+    // thread that stage 1 would take anyway), that block finishes the reduction too: one
+    // launch, no scratch (a loss's mean over a batch: 4096 floats).
+    const std::int64_t one_block = std::int64_t{reduce_threads} * V * (mode == kernels::ReadMode::vector ? 4 : 1);
+    if (n <= one_block) {
+      launch<blocks_stage>(call, 1, reduce_threads, 0, reader, n, mode, to_coord<Index>(shape), nullptr, out);
+      return;
+    }
+    // Enough resident blocks to fill every SM twice over; each thread then streams.
+    const std::int64_t wanted = (n + std::int64_t{reduce_threads} * V - 1) / (std::int64_t{reduce_threads} * V);
+    const int blocks = static_cast<int>(
+        std::clamp<std::int64_t>(wanted, 1, std::int64_t{device_properties(Device).multiprocessors} * 8));
+    const auto scratch = allocate_bytes(Device, sizeof(Acc) * static_cast<std::size_t>(blocks));
+    auto* partials = static_cast<Acc*>(scratch.get());
+    launch<blocks_stage>(call, blocks, reduce_threads, 0, reader, n, mode, to_coord<Index>(shape), partials, out);
+    launch<&kernels::reduce_all_finish<Op, reduce_threads, Out>>(call, 1, reduce_threads, 0, partials, blocks, n,
+                                                                  out);
   });
-  launch<&kernels::reduce_all_finish<Op, reduce_threads, Out>>(call, 1, reduce_threads, 0, partials, blocks, n,
-                                                                out);
 }
 
 template <int Device, class Op, class Out, class E>
