@@ -1,13 +1,16 @@
 // softmax, log_softmax and logsumexp on the CPU (ops/softmax.hpp): OpenMP over rows, each
 // row read once for its statistics (ops/softmax_ops.hpp) and once for its output while it
-// is still in cache. Rows accumulate in double whatever the element type.
+// is still in cache. Rows accumulate in double whatever the element type. Also
+// cross_entropy's forward (nn/loss.hpp).
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "et/backend/backend.hpp"
 #include "et/backend/cpu/elementwise.hpp"
 #include "et/ops/softmax_ops.hpp"
+#include "et/runtime/error.hpp"
 #include "et/types.hpp"
 
 namespace et::detail::cpu_backend {
@@ -42,6 +45,27 @@ void softmax_rows_into(Backend, Kind, const Tensor<T, R, D>& input, const Tensor
       out[out_offset] = static_cast<T>(static_cast<compute_t<T>>(output.log_sum));
     }
   }
+}
+
+/// cross_entropy's forward: lse[i] = logsumexp of row i of x (rows as `g` says), and loss
+/// = mean(lse - x[i][labels[i]]), summed in double in the rows' order. Throws et::Error for
+/// a label outside [0, C), checked before anything is computed.
+template <class T, class D>
+void cross_entropy_into(Backend, const Tensor<T, 2, D>& x, const Tensor<std::int64_t, 1, D>& labels,
+                        const Tensor<T, 1, D>& lse, const Tensor<T, 0, D>& loss, const RowsGeometry<1>& g) {
+  const std::int64_t* label = labels.data();
+  const std::int64_t label_stride = labels.strides()[0];
+  for (std::int64_t i = 0; i < g.rows; ++i)
+    if (label[i * label_stride] < 0 || label[i * label_stride] >= g.length)
+      throw Error("et: cross_entropy: a label is outside [0, " + std::to_string(g.length) + ")");
+  softmax_rows_into(Backend{}, LogSumExpKind{}, x, lse, g);
+  double total = 0;
+  for (std::int64_t i = 0; i < g.rows; ++i) {
+    const T picked = x.data()[i * g.in_strides[0] + label[i * label_stride] * g.in_step];
+    total += static_cast<double>(static_cast<compute_t<T>>(lse.data()[i * g.out_strides[0]])) -
+             static_cast<double>(static_cast<compute_t<T>>(picked));
+  }
+  *loss.data() = static_cast<T>(static_cast<compute_t<T>>(total / static_cast<double>(g.rows)));
 }
 
 }  // namespace et::detail::cpu_backend

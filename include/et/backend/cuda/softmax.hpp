@@ -1,5 +1,6 @@
-// softmax, log_softmax and logsumexp on a CUDA device (ops/softmax.hpp): the launcher of
-// kernels/et/kernels/softmax.cuh, one kernel per call. Only for nvcc.
+// softmax, log_softmax and logsumexp on a CUDA device (ops/softmax.hpp), and
+// cross_entropy's forward (nn/loss.hpp): the launchers of kernels/et/kernels/softmax.cuh,
+// one kernel per call. Only for nvcc.
 #pragma once
 
 #if !defined(__CUDACC__)
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "et/backend/cuda/block_counter.hpp"
 #include "et/backend/cuda/elementwise.hpp"
 #include "et/kernels/softmax.cuh"
 
@@ -29,6 +31,25 @@ bool rows_vectorizable(const T* in, const T* out, const RowsGeometry<R1>& g, boo
   return true;
 }
 
+/// Who takes a row, and how it is read (measured on 4096^2 floats, H200): softmax and
+/// log_softmax want the row in registers, read once: a warp up to 32 * row_items elements,
+/// the block up to softmax_threads * row_items; logsumexp writes nothing per element and
+/// reads any row once, fastest by warps. Longer rows are read twice, by warps where there
+/// are rows enough to fill the GPU.
+struct RowTeams {
+  int team;
+  std::int64_t per_block;  ///< rows a block takes
+  bool vectorized;
+};
+template <class Kind, int V, class T, int R1>
+RowTeams row_teams(int device, const T* in, const T* out, const RowsGeometry<R1>& g) {
+  constexpr std::int64_t warp_row = 32 * kernels::row_items, block_row = kernels::softmax_threads * kernels::row_items;
+  const bool rows_enough = g.rows >= std::int64_t{device_properties(device).multiprocessors} * 16;
+  const bool by_warps = g.length <= warp_row || (Kind::per_element ? g.length > block_row && rows_enough : rows_enough);
+  const int team = by_warps ? 32 : kernels::softmax_threads;
+  return {team, kernels::softmax_threads / team, rows_vectorizable<V>(in, out, g, Kind::per_element)};
+}
+
 template <int I, class Kind, class T, int R, int RO, int R1>
 void softmax_rows_into(Backend<I>, Kind, const Tensor<T, R, Cuda<I>>& x, const Tensor<T, RO, Cuda<I>>& y,
                        const RowsGeometry<R1>& g) {
@@ -38,24 +59,35 @@ void softmax_rows_into(Backend<I>, Kind, const Tensor<T, R, Cuda<I>>& x, const T
   note_expression_uses(x, y);
   const T* in = x.data();
   T* out = y.data();
-  // Who takes a row (measured on 4096^2 floats, H200): softmax and log_softmax want the
-  // row in registers, read once: a warp up to 32 * row_items elements, the block up to
-  // softmax_threads * row_items; logsumexp writes nothing per element and reads any row
-  // once, fastest by warps. Longer rows are read twice, by warps where there are rows
-  // enough to fill the GPU.
-  constexpr std::int64_t warp_row = 32 * kernels::row_items, block_row = kernels::softmax_threads * kernels::row_items;
-  const bool rows_enough = g.rows >= std::int64_t{device_properties(I).multiprocessors} * 16;
-  const bool by_warps = g.length <= warp_row || (Kind::per_element ? g.length > block_row && rows_enough : rows_enough);
-  const int team = by_warps ? 32 : kernels::softmax_threads;
-  const std::int64_t teams = kernels::softmax_threads / team;
-  const bool vectorized = rows_vectorizable<V>(in, out, g, Kind::per_element);
+  const RowTeams teams = row_teams<Kind, V>(I, in, out, g);
   // A team per row, a launch per 2^31 - 1 blocks of rows: one launch below 2^34 rows.
-  const std::int64_t rows_per_launch = std::int64_t{std::numeric_limits<std::int32_t>::max()} * teams;
+  const std::int64_t rows_per_launch = std::int64_t{std::numeric_limits<std::int32_t>::max()} * teams.per_block;
   for (std::int64_t first = 0; first < g.rows; first += rows_per_launch) {
-    const int blocks = static_cast<int>((std::min(g.rows - first, rows_per_launch) + teams - 1) / teams);
+    const int blocks =
+        static_cast<int>((std::min(g.rows - first, rows_per_launch) + teams.per_block - 1) / teams.per_block);
     launch<&kernels::softmax_rows<Kind, V, T, R1>>(call, blocks, kernels::softmax_threads, 0, in, out, g, first,
-                                                   team, vectorized);
+                                                   teams.team, teams.vectorized);
   }
+}
+
+/// cross_entropy's forward (nn/loss.hpp) in one kernel: lse[i] = logsumexp of row i of x
+/// (rows as `g` says), loss = mean(lse - x[i][labels[i]]). One launch: a grid of 2^31 - 1
+/// blocks holds 2^34 rows of eight-byte labels, more than any GPU's memory.
+template <int I, class T>
+void cross_entropy_into(Backend<I>, const Tensor<T, 2, Cuda<I>>& x, const Tensor<std::int64_t, 1, Cuda<I>>& labels,
+                        const Tensor<T, 1, Cuda<I>>& lse, const Tensor<T, 0, Cuda<I>>& loss,
+                        const RowsGeometry<1>& g) {
+  constexpr int V = vector_width<T>;
+  const CudaCall call(I, "cross_entropy");
+  note_expression_uses(x, labels, lse, loss);
+  const RowTeams teams = row_teams<LogSumExpKind, V>(I, x.data(), lse.data(), g);
+  const int blocks = static_cast<int>((g.rows + teams.per_block - 1) / teams.per_block);
+  const auto partials = allocate_bytes(I, sizeof(softmax_acc_t<T>) * static_cast<std::size_t>(blocks));
+  const kernels::CrossEntropyArgs<T> args{labels.data(), labels.strides()[0], lse.data(),
+                                          static_cast<softmax_acc_t<T>*>(partials.get()), block_counter(call),
+                                          loss.data()};
+  launch<&kernels::cross_entropy_rows<V, T>>(call, blocks, kernels::softmax_threads, 0, x.data(), g, args, teams.team,
+                                             teams.vectorized);
 }
 
 }  // namespace et::detail::cuda_backend

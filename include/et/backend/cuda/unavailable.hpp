@@ -49,6 +49,11 @@ void softmax_rows_into(Backend<I>, const Operands&...) {
 }
 
 template <int I, class... Operands>
+void cross_entropy_into(Backend<I>, const Operands&...) {
+  [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
+}
+
+template <int I, class... Operands>
 void run_gradient(Backend<I>, const Operands&...) {  // autograd's fused backward
   [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
 }
