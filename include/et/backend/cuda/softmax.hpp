@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "et/backend/cuda/block_counter.hpp"
 #include "et/backend/cuda/elementwise.hpp"
@@ -71,8 +72,8 @@ void softmax_rows_into(Backend<I>, Kind, const Tensor<T, R, Cuda<I>>& x, const T
 }
 
 /// cross_entropy's forward (nn/loss.hpp) in one kernel: lse[i] = logsumexp of row i of x
-/// (rows as `g` says), loss = mean(lse - x[i][labels[i]]). One launch: a grid of 2^31 - 1
-/// blocks holds 2^34 rows of eight-byte labels, more than any GPU's memory.
+/// (rows as `g` says), loss = mean(lse - x[i][labels[i]]). One launch, whose 2^31 - 1
+/// blocks take 2^34 rows (128 GiB of labels alone); more throw ShapeError.
 template <int I, class T>
 void cross_entropy_into(Backend<I>, const Tensor<T, 2, Cuda<I>>& x, const Tensor<std::int64_t, 1, Cuda<I>>& labels,
                         const Tensor<T, 1, Cuda<I>>& lse, const Tensor<T, 0, Cuda<I>>& loss,
@@ -81,6 +82,8 @@ void cross_entropy_into(Backend<I>, const Tensor<T, 2, Cuda<I>>& x, const Tensor
   const CudaCall call(I, "cross_entropy");
   note_expression_uses(x, labels, lse, loss);
   const RowTeams teams = row_teams<LogSumExpKind, V>(I, x.data(), lse.data(), g);
+  if (g.rows > std::int64_t{std::numeric_limits<std::int32_t>::max()} * teams.per_block)
+    throw ShapeError("et: cross_entropy of " + std::to_string(g.rows) + " rows: one launch takes up to 2^34");
   const int blocks = static_cast<int>((g.rows + teams.per_block - 1) / teams.per_block);
   const auto partials = allocate_bytes(I, sizeof(softmax_acc_t<T>) * static_cast<std::size_t>(blocks));
   const kernels::CrossEntropyArgs<T> args{labels.data(), labels.strides()[0], lse.data(),
