@@ -25,6 +25,7 @@
 
 #include <et/dist.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -78,6 +79,23 @@ double step_us(Step step, int reps) {
   return bench::steady_median_us([&] { (void)step(); }, 1.0, reps, 4);
 }
 
+/// Median microseconds the host takes to queue one step onto idle GPUs (every device
+/// synchronized first): a step whose host time reaches its GPU time is bound by the host.
+template <class Step>
+double host_us(Step step, int reps) {
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    for (int d = et::device_count() - 1; d >= 0; --d) {
+      ET_CUDA_CHECK(cudaSetDevice(d));
+      ET_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    const auto start = std::chrono::steady_clock::now();
+    (void)step();
+    times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  }
+  return bench::median(times);
+}
+
 /// The batch of `parts` GPUs' 64 rows each, made on GPU 0.
 fcn::Batch<Gpu> batch_of(std::int64_t parts) {
   fcn::Sizes sizes;
@@ -94,7 +112,8 @@ int one_process(const std::string& json, int reps) {
   et::optim::SGD single_opt(single.parameters(), {.lr = 0.01});
   const auto one = batch_of(1);
   const double t1 = step_us([&] { return fcn::train_step(single, single_opt, one); }, reps);
-  rows.push_back({"fcn-s fp32 step, 1 GPU", "64 rows", t1, 0, "", "", true});
+  const double host1 = host_us([&] { return fcn::train_step(single, single_opt, one); }, reps);
+  rows.push_back({"fcn-s fp32 step, 1 GPU", "64 rows", t1, 0, "", format("host queues a step in %.0f us", host1), true});
   et::with_visible_devices<8>([&](auto set) {
     const auto n = std::int64_t(set.size());
     const auto whole = batch_of(n);
@@ -108,10 +127,12 @@ int one_process(const std::string& json, int reps) {
       auto time_with = [&](auto& opt) {
         const double first = fcn::train_step(dp, opt, whole).item();
         const double us = step_us([&] { return fcn::train_step(dp, opt, whole); }, reps);
+        const double host = host_us([&] { return fcn::train_step(dp, opt, whole); }, reps);
         const bool ok = close(first, want);
         rows.push_back({replicated ? "fcn-s fp32 DataParallel" : "fcn-s fp32 DataParallel, module's SGD", size, us,
                         t1, "1 GPU step",
                         format("scaling %.2fx of %.0f", double(n) * t1 / us, double(n)) +
+                            format("; host queues a step in %.0f us", host) +
                             format("; first loss %.6f (1 GPU: %.6f)", first, want),
                         ok});
       };
@@ -169,12 +190,14 @@ int ranks(const std::string& json, int reps) {
   auto reference = fcn::make_model(et::cuda<0>, sizes);
   const double want = et::nn::cross_entropy(reference(mine.x), mine.labels).item();
   const double us = step_us([&] { return fcn::train_step(ddp, opt, mine); }, reps);
+  const double host = host_us([&] { return fcn::train_step(ddp, opt, mine); }, reps);
   rows.push_back({"fcn-s fp32 DDP", group + " x 64 rows", us, t1, "1 GPU step",
                   format("scaling %.2fx of %.0f", double(n) * t1 / us, double(n)) +
+                      format("; host queues a step in %.0f us", host) +
                       format("; first loss %.6f (1 GPU: %.6f)", first, want),
                   close(first, want)});
   const int status = pg.rank() == 0 ? write_json(json, rows) : 0;
-  pg.bootstrap().all_gather("");
+  pg.exchange("");
   return status;
 }
 

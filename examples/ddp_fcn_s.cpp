@@ -40,7 +40,7 @@ int main(int argc, char** argv) try {
   bool ok = true;
   for (const auto& p : ddp.parameters()) {
     const double mine = double(et::sum(p.data()).item());
-    const auto all = pg.bootstrap().all_gather(std::to_string(mine));
+    const auto all = pg.exchange(std::to_string(mine));
     for (const auto& other : all) ok = ok && other == all[0];
   }
   std::printf("rank %d of %d (%s): parameters %s rank 0's\n", pg.rank(), pg.size(), pg.bootstrap_kind(),

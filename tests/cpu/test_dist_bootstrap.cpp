@@ -1,6 +1,11 @@
 // The distributed bootstrap over TCP (et/dist/bootstrap.hpp), on this host: ranks as
-// threads of one process, each with its own connection, as separate processes would have.
+// threads of one process, each with its own connection, as separate processes would have;
+// the launcher's variables (et/dist/launcher.hpp); the peer watch (et/dist/peer_watch.hpp),
+// with a rank in a child process that dies or leaves.
 #include <et/dist/bootstrap.hpp>
+#include <et/dist/peer_watch.hpp>
+
+#include <sys/wait.h>
 
 #include <catch2/catch.hpp>
 
@@ -124,7 +129,110 @@ TEST_CASE("the bootstrap from torchrun's environment variables", "[dist]") {
                     Catch::Contains("RANK=x1 is not a non-negative integer"));
   set("RANK", "1");
   CHECK_THROWS_WITH(et::dist::tcp_bootstrap_from_environment(), Catch::Contains("RANK=1, WORLD_SIZE=1"));
+  set("RANK", "0"), set("LOCAL_RANK", "5"), set("WORLD_SIZE", "2");
+  CHECK_THROWS_WITH(et::dist::tcp_bootstrap_from_environment(), Catch::Contains("LOCAL_RANK=5"));
+  set("WORLD_SIZE", "1");
+  CHECK_THROWS_WITH(et::dist::tcp_bootstrap_from_environment(), Catch::Contains("LOCAL_RANK=5"));
+  set("LOCAL_RANK", nullptr);
   set("MASTER_ADDR", nullptr);
   CHECK_THROWS_WITH(et::dist::tcp_bootstrap_from_environment(), Catch::Contains("MASTER_ADDR"));
   clear();
+}
+
+TEST_CASE("the local rank from each launcher's variables, read before MPI starts", "[dist]") {
+  const char* names[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_SIZE",
+                         "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PMI_SIZE", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
+                         "SLURM_NTASKS", "SLURM_STEP_ID", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "WORLD_SIZE"};
+  auto clear = [&] {
+    for (const char* name : names) ::unsetenv(name);
+  };
+  clear();
+  CHECK(et::dist::launch_info_from_environment().launcher == nullptr);
+  ::setenv("LOCAL_RANK", "3", 1);
+  ::setenv("WORLD_SIZE", "8", 1);
+  auto info = et::dist::launch_info_from_environment();
+  CHECK(std::string(info.launcher) == "torchrun");
+  CHECK(info.local_rank == 3);
+  CHECK(info.size == 8);
+  ::setenv("SLURM_LOCALID", "1", 1);  // without SLURM_STEP_ID: an allocation's shell, not a step
+  CHECK(std::string(et::dist::launch_info_from_environment().launcher) == "torchrun");
+  ::setenv("SLURM_STEP_ID", "0", 1);
+  ::setenv("SLURM_NTASKS_PER_NODE", "2(x3)", 1);  // uneven nodes: no local size
+  info = et::dist::launch_info_from_environment();
+  CHECK(std::string(info.launcher) == "Slurm");
+  CHECK(info.local_rank == 1);
+  CHECK(!info.local_size);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);  // OpenMPI's first
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  info = et::dist::launch_info_from_environment();
+  CHECK(std::string(info.launcher) == "OpenMPI");
+  CHECK(info.local_rank_variable == "OMPI_COMM_WORLD_LOCAL_RANK");
+  CHECK((info.local_rank == 1 && info.local_size == 2 && info.size == 4));
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "2", 1);
+  CHECK_THROWS_WITH(et::dist::launch_info_from_environment(),
+                    Catch::Contains("OMPI_COMM_WORLD_LOCAL_RANK=2 but OMPI_COMM_WORLD_LOCAL_SIZE=2"));
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "-1", 1);
+  CHECK_THROWS_WITH(et::dist::launch_info_from_environment(), Catch::Contains("is not a non-negative integer"));
+  clear();
+}
+
+namespace {
+
+/// Ranks 0 and 2 of a group of three as threads of this process, rank 1 in a child
+/// process that ends as `child` says: each parent rank's first departure, or a rank of -1
+/// when none came within 10 s.
+std::vector<et::dist::Departure> departures_seen(const std::function<void(et::dist::PeerWatch*)>& child) {
+  const int port = free_port();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int status = 0;
+    try {
+      et::dist::TcpBootstrap boot(1, 3, 1, "127.0.0.1", port, {.timeout = 10s});
+      auto* watch = new et::dist::PeerWatch(boot, 10s, {});
+      child(watch);
+    } catch (...) {
+      status = 2;
+    }
+    ::_exit(status);  // no exit handlers: a watch still alive says no goodbye
+  }
+  std::vector<et::dist::Departure> seen(2);
+  const auto errors = run_ranks({0, 2}, [&](int r) {
+    et::dist::TcpBootstrap boot(r, 3, r, "127.0.0.1", port, {.timeout = 10s});
+    std::promise<et::dist::Departure> first;
+    std::once_flag once;
+    et::dist::PeerWatch watch(boot, 10s, [&](const et::dist::Departure& d) {
+      std::call_once(once, [&] { first.set_value(d); });
+    });
+    auto future = first.get_future();
+    seen[r / 2] = future.wait_for(10s) == std::future_status::ready ? future.get() : et::dist::Departure{};
+    CHECK(watch.departed().has_value());
+  });
+  int status = -1;
+  ::waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  for (const auto& error : errors) CHECK(error.empty());
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("peer watch: a rank that dies is seen by every rank at once", "[dist]") {
+  const auto start = std::chrono::steady_clock::now();
+  const auto seen = departures_seen([](et::dist::PeerWatch*) { std::this_thread::sleep_for(100ms); });
+  for (const auto& d : seen) {
+    CHECK(d.rank == 1);  // rank 2 hears it from rank 0
+    CHECK(d.died);
+  }
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+}
+
+TEST_CASE("peer watch: a rank that leaves says goodbye", "[dist]") {
+  const auto seen = departures_seen([](et::dist::PeerWatch* watch) { delete watch; });
+  for (const auto& d : seen) {
+    CHECK(d.rank == 1);
+    CHECK(!d.died);
+  }
 }

@@ -11,7 +11,9 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -110,16 +112,44 @@ TEST_CASE("ranks that pass different shapes all get et::ShapeError", "[dist][mul
 }
 
 TEST_CASE("a collective that one rank never joins aborts after the timeout", "[dist][multi-rank]") {
-  et::dist::ProcessGroup pg = et::dist::init({.timeout = std::chrono::seconds(3), .check_shapes = false,
-                                              .select_device = false});
-  if (pg.rank() == 0) {
-    auto t = et::ones<float>(et::cuda<0>, {1024});
-    et::dist::all_reduce(t, pg);  // the others do not come
-    et::synchronize(et::cuda<0>);  // returns: the abort ends the kernel
-    CHECK_THROWS_WITH(pg.native(), Catch::Contains("did not complete within 3000 ms"));
-    CHECK_THROWS_WITH(et::dist::all_reduce(t, pg), Catch::Contains("aborted"));
+  {
+    et::dist::ProcessGroup pg = et::dist::init({.timeout = std::chrono::seconds(3), .check_shapes = false,
+                                                .select_device = false});
+    if (pg.rank() == 0) {
+      auto t = et::ones<float>(et::cuda<0>, {1024});
+      et::dist::all_reduce(t, pg);  // the others do not come
+      et::synchronize(et::cuda<0>);  // returns: the abort ends the kernel
+      CHECK_THROWS_WITH(pg.native(), Catch::Contains("did not complete within 3000 ms"));
+      CHECK_THROWS_WITH(et::dist::all_reduce(t, pg), Catch::Contains("aborted"));
+    }
+    // The ranks meet again on the good group, every one still holding pg: one that left it
+    // while rank 0 waits would end the job (the next cases).
+    group->exchange("");
   }
-  group->bootstrap().all_gather("");  // the ranks meet again on the good group
+  group->exchange("");
+}
+
+// The job ends together. Each case below ends the job on purpose, so each is hidden and run
+// alone by scripts/gpu-check, which checks that mpirun ends within seconds, failing, with a
+// message that names the rank.
+TEST_CASE("a rank killed in the middle of collectives ends the job", "[.peer-death]") {
+  const auto& pg = *group;
+  auto t = et::ones<float>(et::cuda<0>, {1 << 20});
+  for (int step = 0;; ++step) {
+    if (pg.rank() == 1 && step == 20) std::raise(SIGKILL);  // no goodbye, no exit handlers
+    et::dist::all_reduce(t, pg);
+    et::synchronize(et::cuda<0>);
+  }
+}
+
+TEST_CASE("a rank that leaves while the others wait for it ends the job", "[.peer-leave]") {
+  const auto& pg = *group;
+  auto t = et::ones<float>(et::cuda<0>, {1 << 20});
+  if (pg.rank() == 1) std::exit(3);  // its group says goodbye at exit; the others wait in vain
+  for (;;) {
+    et::dist::all_reduce(t, pg);
+    et::synchronize(et::cuda<0>);
+  }
 }
 
 namespace {
@@ -216,6 +246,6 @@ int main(int argc, char** argv) {
   std::printf("rank %d of %d (%s bootstrap), GPU: %s\n", pg->rank(), pg->size(), pg->bootstrap_kind(),
               et::device_properties(0).name.c_str());
   const int failed = Catch::Session().run(argc, argv);
-  group->bootstrap().all_gather("");
+  group->exchange("");
   return failed == 0 ? 0 : 1;
 }

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "et/dist/launcher.hpp"
 #include "et/runtime/error.hpp"
 
 namespace et::dist {
@@ -45,6 +46,9 @@ class Bootstrap {
   /// Every process's `bytes`, in rank order. Every process calls it, the same number of
   /// times; lengths may differ.
   virtual std::vector<std::string> all_gather(const std::string& bytes) = 0;
+  /// Ends this process and, where the launcher can, the whole job (MPI_Abort under MPI):
+  /// what a rank does when another rank died and this one cannot go on.
+  [[noreturn]] virtual void abort_job() noexcept { std::_Exit(EXIT_FAILURE); }
 };
 
 struct BootstrapOptions {
@@ -153,8 +157,65 @@ inline std::unique_ptr<addrinfo, void (*)(addrinfo*)> resolve(const std::string&
   addrinfo* found = nullptr;
   const std::string service = std::to_string(port);
   const int status = ::getaddrinfo(passive ? nullptr : host.c_str(), service.c_str(), &hints, &found);
-  if (status != 0) throw Error("et: dist: cannot resolve MASTER_ADDR=" + host + ": " + ::gai_strerror(status));
+  if (status != 0) throw Error("et: dist: cannot resolve the host " + host + ": " + ::gai_strerror(status));
   return {found, ::freeaddrinfo};
+}
+
+/// A socket listening on `port` (0: a port the kernel picks, written to `bound`).
+inline Socket listen_on(int port, int backlog, int& bound) {
+  const auto addresses = resolve("", port, true);
+  int fd = -1;
+  for (const addrinfo* a = addresses.get(); a && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, backlog) != 0) {
+      const std::string why = system_error("bind/listen");
+      ::close(fd);
+      throw Error("et: dist: rank 0 cannot listen on port " + std::to_string(port) + " (" + why + ")");
+    }
+  }
+  if (fd < 0) throw Error("et: dist: rank 0 cannot open a socket (" + system_error("socket") + ")");
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  bound = ntohs(address.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&address)->sin6_port
+                                              : reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+  return Socket(fd, "the listening socket");
+}
+
+/// The next connection to `listener`; et::Error with `waiting` at the deadline.
+inline Socket accept_one(const Socket& listener, Clock::time_point deadline, const std::string& waiting) {
+  Socket::wait_readable(listener.fd(), deadline, waiting);
+  const int conn = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC);
+  if (conn < 0) throw Error("et: dist: rank 0: " + system_error("accept"));
+  return Socket(conn, "a rank that is joining");
+}
+
+/// A connection to addr:port, tried again until the deadline (the listener may not be up
+/// yet); et::Error naming `who` and `peer` when none is made.
+inline Socket connect_to(const std::string& addr, int port, Clock::time_point deadline, const std::string& who,
+                         const std::string& peer) {
+  std::string last_error;
+  for (;;) {
+    const auto addresses = resolve(addr, port, false);
+    for (const addrinfo* a = addresses.get(); a != nullptr; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        const int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        return Socket(fd, peer + " at " + addr + ":" + std::to_string(port));
+      }
+      last_error = system_error("connect");
+      ::close(fd);
+    }
+    if (Clock::now() >= deadline)
+      throw Error("et: dist: " + who + " could not reach " + peer + " at " + addr + ":" + std::to_string(port) +
+                  " within the timeout (" + last_error + ")");
+    ::usleep(20000);
+  }
 }
 
 }  // namespace detail
@@ -165,7 +226,7 @@ class TcpBootstrap final : public Bootstrap {
  public:
   TcpBootstrap(int rank, int size, int local_rank, const std::string& addr, int port, BootstrapOptions options = {})
       : rank_(rank), size_(size), local_rank_(local_rank), timeout_(options.timeout) {
-    if (size < 1 || rank < 0 || rank >= size || local_rank < 0)
+    if (size < 1 || rank < 0 || rank >= size || local_rank < 0 || local_rank >= size)
       throw Error("et: dist: RANK=" + std::to_string(rank) + ", WORLD_SIZE=" + std::to_string(size) + ", LOCAL_RANK=" +
                   std::to_string(local_rank) + ": each rank must be in 0 .. WORLD_SIZE - 1");
     if (port < 1 || port > 65535) throw Error("et: dist: MASTER_PORT=" + std::to_string(port) + " is not a TCP port");
@@ -197,29 +258,12 @@ class TcpBootstrap final : public Bootstrap {
 
  private:
   void accept_all(int port, detail::Clock::time_point deadline) {
-    const auto addresses = detail::resolve("", port, true);
-    int fd = -1;
-    for (const addrinfo* a = addresses.get(); a && fd < 0; a = a->ai_next) {
-      fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-      if (fd < 0) continue;
-      const int one = 1;
-      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, size_) != 0) {
-        const std::string why = detail::system_error("bind/listen");
-        ::close(fd);
-        throw Error("et: dist: rank 0 cannot listen on port " + std::to_string(port) + " (" + why + ")");
-      }
-    }
-    if (fd < 0) throw Error("et: dist: rank 0 cannot open a socket (" + detail::system_error("socket") + ")");
-    const detail::Socket listener(fd, "the listening socket");
+    int bound = 0;
+    const detail::Socket listener = detail::listen_on(port, size_, bound);
     peers_.resize(std::size_t(size_ - 1));
     for (int joined = 1; joined < size_; ++joined) {
-      detail::Socket::wait_readable(listener.fd(), deadline,
-                                    "et: dist: rank 0 waited at " + where_ + " for the other ranks; " + missing() +
-                                        " did not join");
-      const int conn = ::accept(listener.fd(), nullptr, nullptr);
-      if (conn < 0) throw Error("et: dist: rank 0: " + detail::system_error("accept"));
-      detail::Socket peer(conn, "a rank that is joining");
+      detail::Socket peer = detail::accept_one(
+          listener, deadline, "et: dist: rank 0 waited at " + where_ + " for the other ranks; " + missing() + " did not join");
       std::int32_t hello[2] = {};  // its rank and world size
       peer.receive_all(hello, sizeof hello, deadline, "its rank");
       const int r = hello[0];
@@ -235,30 +279,11 @@ class TcpBootstrap final : public Bootstrap {
   }
 
   void connect_to_root(const std::string& addr, int port, detail::Clock::time_point deadline) {
-    std::string last_error;
-    for (;;) {  // rank 0 may not listen yet: try again until the deadline
-      const auto addresses = detail::resolve(addr, port, false);
-      for (const addrinfo* a = addresses.get(); a != nullptr; a = a->ai_next) {
-        const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-        if (fd < 0) continue;
-        if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-          const int one = 1;
-          ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-          peers_.emplace_back(fd, "rank 0 at " + where_);
-          const std::int32_t hello[2] = {rank_, size_};
-          peers_[0].send_all(hello, sizeof hello);
-          char ok = 0;
-          peers_[0].receive_all(&ok, 1, deadline, "the other ranks to join");
-          return;
-        }
-        last_error = detail::system_error("connect");
-        ::close(fd);
-      }
-      if (detail::Clock::now() >= deadline)
-        throw Error("et: dist: rank " + std::to_string(rank_) + " could not reach rank 0 at " + where_ +
-                    " within the timeout (" + last_error + ")");
-      ::usleep(20000);
-    }
+    peers_.push_back(detail::connect_to(addr, port, deadline, "rank " + std::to_string(rank_), "rank 0"));
+    const std::int32_t hello[2] = {rank_, size_};
+    peers_[0].send_all(hello, sizeof hello);
+    char ok = 0;
+    peers_[0].receive_all(&ok, 1, deadline, "the other ranks to join");
   }
 
   std::string missing() const {
@@ -274,22 +299,6 @@ class TcpBootstrap final : public Bootstrap {
   std::vector<detail::Socket> peers_;  // rank 0: ranks 1 .. size - 1; the others: rank 0
 };
 
-namespace detail {
-
-/// An environment variable as a non-negative int; nullopt when unset.
-inline std::optional<int> env_int(const char* name) {
-  const char* text = std::getenv(name);
-  if (!text) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || errno != 0 || value < 0 || value > 1 << 30)
-    throw Error(std::string("et: dist: ") + name + "=" + text + " is not a non-negative integer");
-  return static_cast<int>(value);
-}
-
-}  // namespace detail
-
 /// The bootstrap the environment describes: TCP when WORLD_SIZE is set (RANK and
 /// MASTER_ADDR/MASTER_PORT required, LOCAL_RANK defaulting to RANK), else one process.
 /// (dist/process_group.hpp tries MPI first, where etensor was built with it.)
@@ -303,7 +312,7 @@ inline std::unique_ptr<Bootstrap> tcp_bootstrap_from_environment(BootstrapOption
     throw Error("et: dist: WORLD_SIZE is set, so RANK, MASTER_ADDR and MASTER_PORT must be too (as torchrun sets "
                 "them), or start the job with mpirun");
   const int local = detail::env_int("LOCAL_RANK").value_or(*rank);
-  if (*size == 1 && *rank == 0) return std::make_unique<SingleProcess>();
+  if (*size == 1 && *rank == 0 && local == 0) return std::make_unique<SingleProcess>();
   return std::make_unique<TcpBootstrap>(*rank, *size, local, addr, *port, options);  // checks the ranks
 }
 

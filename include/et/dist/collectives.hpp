@@ -93,8 +93,7 @@ void check_stacked(const char* what, const char* whole_name, const Tensor<T, R, 
 /// rank 0's; et::ShapeError on every rank when one differs.
 inline void agree(const char* what, const std::string& mine, const ProcessGroup& pg) {
   if (!pg.options().check_shapes || pg.size() == 1) return;
-  (void)pg.native();  // throws if the communicator was aborted
-  const std::vector<std::string> all = pg.bootstrap().all_gather(mine);
+  const std::vector<std::string> all = pg.exchange(mine);  // throws if the communicator was aborted
   for (std::size_t r = 1; r < all.size(); ++r)
     if (all[r] != all[0])
       throw ShapeError(std::string("et: dist::") + what + ": rank " + std::to_string(r) + " passes " + all[r] +

@@ -79,6 +79,10 @@ class MpiBootstrap final : public Bootstrap {
   int size() const noexcept override { return size_; }
   int local_rank() const noexcept override { return local_rank_; }
   const char* kind() const noexcept override { return "MPI"; }
+  [[noreturn]] void abort_job() noexcept override {
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::_Exit(EXIT_FAILURE);  // MPI_Abort does not return; if it did, end this process at least
+  }
 
   std::vector<std::string> all_gather(const std::string& bytes) override {
     if (bytes.size() > (1u << 30)) throw Error("et: dist: a bootstrap message over 1 GiB");

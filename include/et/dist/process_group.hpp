@@ -8,12 +8,17 @@
 // init() takes this process's GPU from its local rank: it makes that GPU the only one the
 // process sees (CUDA_VISIBLE_DEVICES, itself honoured: the local rank picks among the GPUs it
 // lists), so every process's GPU is et::Cuda<0> and one program's types serve every rank.
-// Call it before anything else uses CUDA (et::Error otherwise, where that can be told).
+// The local rank is read from the launcher's variables (dist/launcher.hpp) BEFORE MPI is
+// initialized, since MPI_Init may start CUDA; where no launcher says it, from MPI's ranks on
+// this host. Call init() before anything else uses CUDA (et::Error otherwise). A rank whose
+// init() fails tells the others, and every rank throws et::Error naming it.
 //
-// A collective that does not complete within the timeout (a rank that never joins it, a
-// rank that died) makes a watchdog thread abort the communicator: the GPU work in flight
-// ends, a message goes to stderr, and every later call on the group throws et::Error with
-// it, rather than the job hanging forever.
+// The job ends together: a rank that dies (its connection to rank 0 closes without a
+// goodbye, dist/peer_watch.hpp) makes every other rank print why and end, with MPI_Abort
+// under mpirun; a rank that left (destroyed its group) while another still waits for it in
+// a collective ends that one 2 s later (dist/watchdog.hpp). A collective that does not
+// complete within the timeout aborts the communicator: the GPU work in flight ends, a
+// message goes to stderr, and every later call on the group throws et::Error with it.
 #pragma once
 
 #include <nccl.h>
@@ -33,6 +38,9 @@
 #include <vector>
 
 #include "et/dist/bootstrap.hpp"
+#include "et/dist/launcher.hpp"
+#include "et/dist/peer_watch.hpp"
+#include "et/dist/watchdog.hpp"
 #include "et/runtime/stream.hpp"
 #if defined(ET_WITH_MPI)
 #include "et/dist/mpi.hpp"
@@ -60,102 +68,23 @@ struct InitOptions {
   /// Make GPU local_rank this process's only visible GPU (see the file comment; a group of
   /// one process keeps every GPU).
   bool select_device = true;
+  /// Watch the other ranks (a TCP connection from each rank to rank 0): when one dies, or
+  /// leaves while this rank waits for it, print why and end this process and the job.
+  bool watch_peers = true;
+  /// With watch_peers: end the job (MPI_Abort under mpirun) when another rank died or this
+  /// one waits in vain for a rank that left. false: abort the communicator only (later
+  /// calls throw et::Error; a host exchange through MPI may still wait).
+  bool end_job_on_peer_failure = true;
 };
 
 namespace detail {
 
-/// The GPU pending collectives run on, watched: the work each one queued is marked by an
-/// event, and one older than the timeout aborts the communicator.
-class Watchdog {
- public:
-  Watchdog(ncclComm_t comm, std::chrono::milliseconds timeout)
-      : comm_(comm), timeout_(timeout), thread_([this] { watch(); }) {}
-  Watchdog(const Watchdog&) = delete;
-  Watchdog& operator=(const Watchdog&) = delete;
-  ~Watchdog() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-    for (auto& p : pending_) (void)cudaEventDestroy(p.done);
-    for (cudaEvent_t e : idle_) (void)cudaEventDestroy(e);
-  }
-
-  /// Marks the end of collective `what` on `stream`. Costs the host an event record: the
-  /// events are reused, and the watchdog is not woken (it looks every 50 ms), so that a
-  /// small collective's launch is not slowed by its watch.
-  void watch_until_done(const char* what, int rank, cudaStream_t stream) {
-    cudaEvent_t done = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      if (!idle_.empty()) {
-        done = idle_.back();
-        idle_.pop_back();
-      }
-    }
-    if (!done) ET_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    ET_CUDA_CHECK(cudaEventRecord(done, stream));
-    std::lock_guard lock(mutex_);
-    pending_.push_back({done, what, rank, std::chrono::steady_clock::now()});
-  }
-  /// The message of the abort, or "" while the communicator is good.
-  std::string aborted() const {
-    if (!aborted_flag_.load(std::memory_order_acquire)) return {};
-    std::lock_guard lock(mutex_);
-    return aborted_;
-  }
-
- private:
-  struct Pending {
-    cudaEvent_t done;
-    const char* what;  ///< a string literal
-    int rank;
-    std::chrono::steady_clock::time_point since;
-  };
-
-  void watch() {
-    std::unique_lock lock(mutex_);
-    while (!stop_) {
-      wake_.wait_for(lock, std::chrono::milliseconds(50));
-      while (!pending_.empty() && aborted_.empty()) {
-        Pending& front = pending_.front();
-        const cudaError_t status = cudaEventQuery(front.done);
-        if (status == cudaErrorNotReady) {
-          (void)cudaGetLastError();
-          if (std::chrono::steady_clock::now() - front.since < timeout_) break;
-          aborted_ = std::string("et: dist: ") + front.what + " on rank " + std::to_string(front.rank) +
-                     " did not complete within " +
-                     std::to_string(timeout_.count()) + " ms (did every rank call it, with the same tensors?); the "
-                     "communicator was aborted, and this process group can no longer be used";
-          aborted_flag_.store(true, std::memory_order_release);
-          std::fprintf(stderr, "%s\n", aborted_.c_str());
-          (void)ncclCommAbort(comm_);  // ends the kernels that wait for the missing ranks
-          break;
-        }
-        idle_.push_back(front.done);
-        pending_.pop_front();
-      }
-    }
-  }
-
-  ncclComm_t comm_;
-  std::chrono::milliseconds timeout_;
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<Pending> pending_;
-  std::vector<cudaEvent_t> idle_;  ///< recorded and completed: free for the next collective
-  std::string aborted_;
-  std::atomic<bool> aborted_flag_{false};  ///< aborted_ is set (read without the lock)
-  bool stop_ = false;
-  std::thread thread_;
-};
-
-/// Makes the local_rank-th visible GPU the only visible one (before CUDA starts).
-inline void select_local_device(int local_rank) {
+/// Makes the local_rank-th visible GPU the only visible one (before CUDA starts); `source`
+/// says where the local rank came from, for messages.
+inline void select_local_device(int local_rank, const std::string& source) {
   std::vector<std::string> visible;
-  if (const char* list = std::getenv("CUDA_VISIBLE_DEVICES")) {
+  const char* list = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (list) {
     std::string entry;
     for (const char* c = list;; ++c) {
       if (*c == ',' || *c == '\0') {
@@ -167,24 +96,70 @@ inline void select_local_device(int local_rank) {
       }
     }
     if (local_rank >= static_cast<int>(visible.size()))
-      throw Error("et: dist::init: local rank " + std::to_string(local_rank) + " has no GPU: CUDA_VISIBLE_DEVICES=" +
-                  list + " lists " + std::to_string(visible.size()));
+      throw Error("et: dist::init: local rank " + std::to_string(local_rank) + " (" + source +
+                  ") has no GPU: CUDA_VISIBLE_DEVICES=" + list + " lists " + std::to_string(visible.size()));
   } else {
     visible.push_back(std::to_string(local_rank));
   }
-  ::setenv("CUDA_VISIBLE_DEVICES", visible[static_cast<std::size_t>(local_rank)].c_str(), 1);
+  const std::string mine = visible[static_cast<std::size_t>(local_rank)];
+  ::setenv("CUDA_VISIBLE_DEVICES", mine.c_str(), 1);
   int count = 0;
-  ET_CUDA_CHECK(cudaGetDeviceCount(&count));
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw CudaError("et: dist::init: CUDA sees no GPU with CUDA_VISIBLE_DEVICES=" + mine + " (local rank " +
+                        std::to_string(local_rank) + " from " + source + ", CUDA_VISIBLE_DEVICES was " +
+                        (list ? list : "unset") + "): " + cudaGetErrorString(status),
+                    status);
+  }
   if (count != 1)
     throw Error("et: dist::init: CUDA was already in use in this process when init() ran (it sees " +
                 std::to_string(count) + " GPUs, not its own one); call et::dist::init() first, or pass "
                 "{.select_device = false} and choose the device yourself");
 }
 
+/// Runs `step`, keeping what it threw (nothing, once something was kept) for agree_on_init.
+template <class Step>
+void keep_failure(std::exception_ptr& failure, Step&& step) {
+  if (failure) return;
+  try {
+    step();
+  } catch (const Error&) {
+    failure = std::current_exception();
+  }
+}
+
+/// Every rank's init failure, told to every rank before any throws (a rank that threw alone
+/// would leave the others waiting for it): a failing rank rethrows its own error, the
+/// others throw et::Error (et::CudaError where the failure was CUDA's) naming the ranks.
+inline void agree_on_init(Bootstrap& boot, const std::exception_ptr& failure) {
+  std::string mine;
+  if (failure) try {
+      std::rethrow_exception(failure);
+    } catch (const CudaError& e) {
+      mine = std::string("C") + e.what();
+    } catch (const Error& e) {
+      mine = std::string("E") + e.what();
+    }
+  const std::vector<std::string> all = boot.size() > 1 ? boot.all_gather(mine) : std::vector<std::string>{mine};
+  if (failure) std::rethrow_exception(failure);
+  std::string others;
+  bool cuda = false;
+  for (std::size_t r = 0; r != all.size(); ++r)
+    if (!all[r].empty()) {
+      others += (others.empty() ? "" : "; ") + ("rank " + std::to_string(r) + ": ") + all[r].substr(1);
+      cuda = cuda || all[r][0] == 'C';
+    }
+  if (others.empty()) return;
+  const std::string message = "et: dist::init failed on another rank (" + others + ")";
+  if (cuda) throw CudaError(message, int(cudaErrorNoDevice));
+  throw Error(message);
+}
+
 }  // namespace detail
 
 /// The processes of a job and their NCCL communicator. Copies share it; the last one
-/// destroys the communicator.
+/// destroys the communicator and tells the other ranks this one left.
 class ProcessGroup {
  public:
   int rank() const noexcept { return state_->boot->rank(); }
@@ -197,32 +172,55 @@ class ProcessGroup {
   const InitOptions& options() const noexcept { return state_->options; }
   Bootstrap& bootstrap() const noexcept { return *state_->boot; }
 
-  /// The communicator, for NCCL calls of the caller's own; throws once it was aborted.
+  /// The communicator, for NCCL calls of the caller's own; throws once it was aborted, or
+  /// once another rank left the group (no collective could complete).
   ncclComm_t native() const {
-    if (std::string why = state_->watchdog->aborted(); !why.empty()) throw Error(why);
+    if (std::string why = state_->aborted(); !why.empty()) throw Error(why);
+    if (const auto gone = state_->peers ? state_->peers->departed() : std::nullopt)
+      throw Error("et: dist: rank " + std::to_string(gone->rank) +
+                  (gone->died ? " died" : " left the group") + ", so no collective can complete on rank " +
+                  std::to_string(rank()));
     return state_->comm;
   }
   /// Called after the caller queued collective `what` (a string literal) on `stream`
   /// (collectives.hpp).
-  void watch(const char* what, cudaStream_t stream) const {
-    state_->watchdog->watch_until_done(what, rank(), stream);
+  void watch(const char* what, cudaStream_t stream) const { state_->watchdog->watch_until_done(what, stream); }
+  /// Every rank's `bytes` through the bootstrap, in rank order, watched: a rank that leaves
+  /// meanwhile ends this one rather than leave it waiting.
+  std::vector<std::string> exchange(const std::string& bytes) const {
+    (void)native();
+    const detail::Watchdog::Exchange watched(*state_->watchdog);
+    return state_->boot->all_gather(bytes);
   }
 
   /// A group over `boot`'s processes on `device`; init() is the usual way.
   ProcessGroup(std::unique_ptr<Bootstrap> boot, int device, InitOptions options)
       : state_(std::make_shared<State>()) {
-    state_->boot = std::move(boot);
-    state_->device = device;
-    state_->options = options;
+    State& s = *state_;
+    s.boot = std::move(boot);
+    s.device = device;
+    s.options = options;
+    State* state = state_.get();  // outlives the threads that call back: it owns them
+    if (options.watch_peers && size() > 1)
+      s.peers = std::make_unique<PeerWatch>(*s.boot, options.timeout,
+                                            [state](const Departure& d) { state->departed(d); });
     ncclUniqueId id{};
-    if (state_->boot->rank() == 0) ET_NCCL_CHECK(ncclGetUniqueId(&id));
-    const std::string mine(reinterpret_cast<const char*>(&id), state_->boot->rank() == 0 ? sizeof id : 0);
-    const std::string root = state_->boot->all_gather(mine)[0];
+    if (rank() == 0) ET_NCCL_CHECK(ncclGetUniqueId(&id));
+    const std::string mine(reinterpret_cast<const char*>(&id), rank() == 0 ? sizeof id : 0);
+    const std::string root = s.boot->all_gather(mine)[0];
     if (root.size() != sizeof id) throw Error("et: dist: rank 0 sent no NCCL id (is every rank the same program?)");
     std::memcpy(&id, root.data(), sizeof id);
-    et::detail::DeviceGuard guard(device);
-    ET_NCCL_CHECK(ncclCommInitRank(&state_->comm, size(), id, rank()));
-    state_->watchdog = std::make_unique<detail::Watchdog>(state_->comm, options.timeout);
+    {
+      et::detail::DeviceGuard guard(device);
+      ncclComm_t comm = nullptr;
+      ET_NCCL_CHECK(ncclCommInitRank(&comm, size(), id, rank()));
+      std::lock_guard lock(s.mutex);
+      s.comm = comm;
+    }
+    s.watchdog = std::make_unique<detail::Watchdog>(
+        rank(), options.timeout, s.peers.get(), [state](const std::string& why, bool gone) { state->stuck(why, gone); });
+    std::lock_guard lock(s.mutex);
+    s.ready = true;
   }
 
  private:
@@ -230,12 +228,65 @@ class ProcessGroup {
     std::unique_ptr<Bootstrap> boot;
     int device = 0;
     InitOptions options;
+    mutable std::mutex mutex;  // guards comm, ready and why
     ncclComm_t comm = nullptr;
+    bool ready = false;  // the communicator and watchdog are built
+    std::string why;     // why the communicator was aborted
+    std::atomic<bool> is_aborted{false};
+    std::unique_ptr<PeerWatch> peers;
     std::unique_ptr<detail::Watchdog> watchdog;
+
+    std::string aborted() const {
+      if (!is_aborted.load(std::memory_order_acquire)) return {};
+      std::lock_guard lock(mutex);
+      return why;
+    }
+    /// Aborts the communicator (once) with `message`; ends the job where a peer is gone.
+    void stuck(const std::string& message, bool peer_gone) {
+      {
+        std::lock_guard lock(mutex);
+        if (!why.empty()) return;
+        why = message;
+        is_aborted.store(true, std::memory_order_release);
+        std::fprintf(stderr, "%s\n", message.c_str());
+        if (comm) (void)ncclCommAbort(comm);  // ends the kernels that wait for the missing ranks
+        comm = nullptr;
+      }
+      if (peer_gone && options.end_job_on_peer_failure) {
+        std::fprintf(stderr, "et: dist: ending rank %d and the job\n", boot->rank());
+        std::fflush(stderr);
+        boot->abort_job();
+      }
+    }
+    /// On the peer watch's thread: a rank that died ends this one at once. One that left is
+    /// the watchdog's to judge (only a rank that still waits for it is stuck), except while
+    /// the communicator is being built, which it can no longer join: if that has not ended
+    /// within the grace, this rank is stuck in it.
+    void departed(const Departure& d) {
+      const std::string who = "rank " + std::to_string(d.rank);
+      const std::string me = "rank " + std::to_string(boot->rank());
+      if (d.died) return stuck("et: dist: " + who + " died (its process ended without leaving the group); " + me +
+                                   " aborted its communicator",
+                               true);
+      const auto is_ready = [this] {
+        std::lock_guard lock(mutex);
+        return ready;
+      };
+      if (is_ready()) return;
+      std::this_thread::sleep_for(detail::Watchdog::departure_grace);
+      if (is_ready()) return;
+      stuck("et: dist: " + who + " left while " + me + " was joining the communicator", true);
+    }
     ~State() {
-      const bool aborted = watchdog && !watchdog->aborted().empty();
+      const bool was_aborted = is_aborted.load();
       watchdog.reset();
-      if (comm && !aborted) (void)ncclCommDestroy(comm);
+      ncclComm_t c = nullptr;
+      {
+        std::lock_guard lock(mutex);
+        c = std::exchange(comm, nullptr);
+      }
+      if (c && !was_aborted) (void)ncclCommDestroy(c);
+      peers.reset();  // goodbye: after this rank's own collectives completed
     }
   };
   std::shared_ptr<State> state_;
@@ -245,6 +296,16 @@ class ProcessGroup {
 /// etensor was built with it: ET_WITH_MPI); else torchrun's RANK, WORLD_SIZE, LOCAL_RANK,
 /// MASTER_ADDR and MASTER_PORT; else this process alone (a group of one).
 inline ProcessGroup init(InitOptions options = {}) {
+  // The GPU first, where the launcher names the local rank: MPI_Init may start CUDA.
+  const LaunchInfo launch = launch_info_from_environment();
+  std::exception_ptr failure;
+  bool selected = false;
+  if (options.select_device && launch.local_rank && launch.size.value_or(1) > 1)
+    detail::keep_failure(failure, [&] {
+      detail::select_local_device(*launch.local_rank, std::string(launch.launcher) + "'s " +
+                                                          launch.local_rank_variable);
+      selected = true;
+    });
   std::unique_ptr<Bootstrap> boot;
 #if defined(ET_WITH_MPI)
   if (started_by_mpi()) boot = std::make_unique<MpiBootstrap>();
@@ -256,9 +317,11 @@ inline ProcessGroup init(InitOptions options = {}) {
 #endif
   if (!boot) boot = tcp_bootstrap_from_environment({.timeout = options.timeout});
   const bool select = options.select_device && boot->size() > 1;  // alone, the process keeps every GPU
-  if (select) detail::select_local_device(boot->local_rank());
+  if (select && !selected)  // no launcher variable: the bootstrap's local rank
+    detail::keep_failure(failure, [&] { detail::select_local_device(boot->local_rank(), "the ranks on this host"); });
   int device = 0;
-  ET_CUDA_CHECK(cudaGetDevice(&device));
+  detail::keep_failure(failure, [&] { ET_CUDA_CHECK(cudaGetDevice(&device)); });
+  detail::agree_on_init(*boot, failure);
   return ProcessGroup(std::move(boot), select ? 0 : device, options);
 }
 
