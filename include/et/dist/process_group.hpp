@@ -79,10 +79,12 @@ struct InitOptions {
 
 namespace detail {
 
-/// Makes the local_rank-th visible GPU the only visible one (before CUDA starts); `source`
-/// says where the local rank came from, for messages.
+/// Makes the local_rank-th visible GPU the only visible one (before CUDA starts); a list of
+/// one GPU is kept as the launcher made it. `source` says where the local rank came from,
+/// for messages.
 inline void select_local_device(int local_rank, const std::string& source) {
   std::vector<std::string> visible;
+  std::size_t index = static_cast<std::size_t>(local_rank);
   const char* list = std::getenv("CUDA_VISIBLE_DEVICES");
   if (list) {
     std::string entry;
@@ -95,13 +97,16 @@ inline void select_local_device(int local_rank, const std::string& source) {
         entry += *c;
       }
     }
-    if (local_rank >= static_cast<int>(visible.size()))
+    if (visible.size() == 1) {  // already narrowed to this process's GPU (srun --gpus-per-task=1, say)
+      index = 0;
+    } else if (local_rank >= static_cast<int>(visible.size()))
       throw Error("et: dist::init: local rank " + std::to_string(local_rank) + " (" + source +
                   ") has no GPU: CUDA_VISIBLE_DEVICES=" + list + " lists " + std::to_string(visible.size()));
   } else {
     visible.push_back(std::to_string(local_rank));
+    index = 0;
   }
-  const std::string mine = visible[static_cast<std::size_t>(local_rank)];
+  const std::string mine = visible[index];
   ::setenv("CUDA_VISIBLE_DEVICES", mine.c_str(), 1);
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
