@@ -9,7 +9,8 @@
 //   mpirun -np N et_bench_multi_gpu ranks [--json PATH] [--reps N]
 //       a process per GPU: et::dist::all_reduce of 1, 16 and 256 MB of floats (with the
 //       default shape check across ranks, and without) beside ncclAllReduce on the same
-//       communicator; FCN-S alone on each rank's GPU, then with DistributedDataParallel.
+//       communicator; FCN-S alone on each rank's GPU, then with DistributedDataParallel, at
+//       64 and at 512 rows a rank.
 //
 // Limits: an all-reduce's is NCCL's own call on the same data ("nccl direct"), and bus
 // bandwidth is reported as nccl-tests does (bytes * 2 (n - 1) / n / time). A multi-GPU
@@ -177,25 +178,31 @@ int ranks(const std::string& json, int reps) {
     rows.push_back({"all_reduce, check_shapes=false", size, plain, direct, "nccl direct",
                     format("bus %.0f GB/s (NCCL direct %.0f GB/s)", busbw(plain), busbw(direct)), ok});
   }
-  const fcn::Sizes sizes;
-  const auto mine = fcn::synthetic_batch(et::cuda<0>, sizes, 7 + std::uint64_t(pg.rank()));
-  auto single = fcn::make_model(et::cuda<0>, sizes);
-  et::optim::SGD single_opt(single.parameters(), {.lr = 0.01});
-  const double t1 = step_us([&] { return fcn::train_step(single, single_opt, mine); }, reps);
-  rows.push_back({"fcn-s fp32 step, 1 GPU of a rank", "64 rows", t1, 0, "", "", true});
-  auto model = fcn::make_model(et::cuda<0>, sizes);
-  et::nn::DistributedDataParallel ddp(model, pg);
-  et::optim::SGD opt(ddp.parameters(), {.lr = 0.01});
-  const double first = fcn::train_step(ddp, opt, mine).item();  // this rank's loss, before any step
-  auto reference = fcn::make_model(et::cuda<0>, sizes);
-  const double want = et::nn::cross_entropy(reference(mine.x), mine.labels).item();
-  const double us = step_us([&] { return fcn::train_step(ddp, opt, mine); }, reps);
-  const double host = host_us([&] { return fcn::train_step(ddp, opt, mine); }, reps);
-  rows.push_back({"fcn-s fp32 DDP", group + " x 64 rows", us, t1, "1 GPU step",
-                  format("scaling %.2fx of %.0f", double(n) * t1 / us, double(n)) +
-                      format("; host queues a step in %.0f us", host) +
-                      format("; first loss %.6f (1 GPU: %.6f)", first, want),
-                  close(first, want)});
+  // FCN-S's gradients (472 MB) against its compute: at 64 rows a rank the all-reduce takes
+  // longer than the backward it should hide behind; at 512 rows the compute is 8 times more.
+  for (const std::int64_t per_rank : {64, 512}) {
+    fcn::Sizes sizes;
+    sizes.batch = per_rank;
+    const std::string rows_text = std::to_string(per_rank) + " rows";
+    const auto mine = fcn::synthetic_batch(et::cuda<0>, sizes, 7 + std::uint64_t(pg.rank()));
+    auto single = fcn::make_model(et::cuda<0>, sizes);
+    et::optim::SGD single_opt(single.parameters(), {.lr = 0.01});
+    const double t1 = step_us([&] { return fcn::train_step(single, single_opt, mine); }, reps);
+    rows.push_back({"fcn-s fp32 step, 1 GPU of a rank", rows_text, t1, 0, "", "", true});
+    auto model = fcn::make_model(et::cuda<0>, sizes);
+    et::nn::DistributedDataParallel ddp(model, pg);
+    et::optim::SGD opt(ddp.parameters(), {.lr = 0.01});
+    const double first = fcn::train_step(ddp, opt, mine).item();  // this rank's loss, before any step
+    auto reference = fcn::make_model(et::cuda<0>, sizes);
+    const double want = et::nn::cross_entropy(reference(mine.x), mine.labels).item();
+    const double us = step_us([&] { return fcn::train_step(ddp, opt, mine); }, reps);
+    const double host = host_us([&] { return fcn::train_step(ddp, opt, mine); }, reps);
+    rows.push_back({"fcn-s fp32 DDP", group + " x " + rows_text, us, t1, "1 GPU step",
+                    format("scaling %.2fx of %.0f", double(n) * t1 / us, double(n)) +
+                        format("; host queues a step in %.0f us", host) +
+                        format("; first loss %.6f (1 GPU: %.6f)", first, want),
+                    close(first, want)});
+  }
   const int status = pg.rank() == 0 ? write_json(json, rows) : 0;
   pg.exchange("");
   return status;
