@@ -143,12 +143,41 @@ bool wraps(const LinearWrap& wrap, const std::array<std::int64_t, R>& shape) {
   return wrap.mod > 0 && !(wrap.div == 1 && wrap.mod == n) && n <= std::int64_t{0xffffffff};
 }
 
-/// Largest element offset reachable through a layout (strides are non-negative).
 template <std::size_t R>
-std::int64_t max_offset(const std::array<std::int64_t, R>& shape, const std::array<std::int64_t, R>& strides) {
-  std::int64_t offset = 0;
-  for (std::size_t d = 0; d != R; ++d) offset += (shape[d] > 0 ? shape[d] - 1 : 0) * strides[d];
+[[noreturn]] void throw_reach_overflow(const char* operation, const std::array<std::int64_t, R>& shape,
+                                       const std::array<std::int64_t, R>& strides) {
+  throw ShapeError("et: " + (operation ? std::string(operation) + ": " : std::string()) + "shape " +
+                   format_shape(shape) + " with strides " + format_shape(strides) +
+                   " reaches more bytes than fit in 64 bits");
+}
+
+/// Largest element offset reachable through a layout (strides are non-negative; axes of
+/// extent 0 count as extent 1). The one place a layout's reach is computed: throws
+/// ShapeError, naming `operation` when given, where it passes int64.
+template <std::size_t R>
+std::int64_t max_offset(const std::array<std::int64_t, R>& shape, const std::array<std::int64_t, R>& strides,
+                        const char* operation = nullptr) {
+  std::int64_t offset = 0, step = 0;
+  for (std::size_t d = 0; d != R; ++d)
+    if (__builtin_mul_overflow(shape[d] > 0 ? shape[d] - 1 : 0, strides[d], &step) ||
+        __builtin_add_overflow(offset, step, &offset))
+      throw_reach_overflow(operation, shape, strides);
   return offset;
+}
+
+/// Bytes from a layout's first element to the end of its last, for elements of
+/// `element_size` bytes (0 without elements). Throws ShapeError where they pass int64, as
+/// PyTorch's storage-size check does.
+template <std::size_t R>
+std::int64_t storage_bytes(const std::array<std::int64_t, R>& shape, const std::array<std::int64_t, R>& strides,
+                           std::int64_t element_size, const char* operation = nullptr) {
+  for (std::size_t d = 0; d != R; ++d)
+    if (shape[d] == 0) return 0;
+  std::int64_t elements = 0, bytes = 0;
+  if (__builtin_add_overflow(max_offset(shape, strides, operation), 1, &elements) ||
+      __builtin_mul_overflow(elements, element_size, &bytes))
+    throw_reach_overflow(operation, shape, strides);
+  return bytes;
 }
 
 /// Normalizes a possibly negative axis; throws ShapeError naming the rank.

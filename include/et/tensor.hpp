@@ -174,6 +174,8 @@ class Tensor : public detail::ExprTag {
   /// Extent of one axis; negative axes count from the end. Throws ShapeError if out of range.
   std::int64_t size(int axis) const { return shape_[static_cast<std::size_t>(detail::normalize_axis(axis, Rank))]; }
   std::int64_t numel() const noexcept {
+    for (auto extent : shape_)
+      if (extent == 0) return 0;  // the other extents' product may pass int64: {INT64_MAX, 2, 0}
     std::int64_t count = 1;
     for (auto extent : shape_) count *= extent;
     return count;
@@ -533,15 +535,13 @@ class Tensor : public detail::ExprTag {
 
   template <Device To>
   Tensor<T, Rank, To> copy_span_to(bool blocking = true) const {
-    const std::int64_t count = numel();
-    const std::int64_t span = count == 0 ? 0 : detail::max_offset(shape_, strides_) + 1;
+    const auto bytes = static_cast<std::size_t>(detail::storage_bytes(shape_, strides_, sizeof(T)));
     if constexpr (To::is_cuda) detail::check_device_index(To::index);
 #if defined(ET_HAS_CUDA_RUNTIME)
     detail::note_stream_uses(*this);  // read on this device's current stream
 #endif
-    auto storage = detail::allocate_on<To>(static_cast<std::size_t>(span) * sizeof(T));
-    detail::copy_between<To, D>(storage, storage.get(), storage_, data(), static_cast<std::size_t>(span) * sizeof(T),
-                                blocking);
+    auto storage = detail::allocate_on<To>(bytes);
+    detail::copy_between<To, D>(storage, storage.get(), storage_, data(), bytes, blocking);
     return Tensor<T, Rank, To>(std::move(storage), 0, shape_, strides_);
   }
 

@@ -8,6 +8,7 @@
 #include <et/interop/from_blob.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -52,6 +53,46 @@ TEST_CASE("from_blob: bad input is an et:: error", "[interop][errors]") {
   CHECK_THROWS_WITH(et::from_blob(et::cpu, memory.data(), {2, 2}, {2, -1}), Contains("negative stride"));
   auto* bytes = reinterpret_cast<char*>(memory.data());
   CHECK_THROWS_WITH(et::from_blob(et::cpu, reinterpret_cast<float*>(bytes + 1), {2}), Contains("not aligned"));
+}
+
+TEST_CASE("from_blob and DLPack refuse strides whose reach passes 64 bits of bytes", "[interop][errors][dlpack]") {
+  std::vector<float> memory(8);
+  const std::int64_t big = std::int64_t{1} << 62;
+  CHECK_THROWS_AS(et::from_blob(et::cpu, memory.data(), {2, 2}, {big, 1}), et::ShapeError);
+  CHECK_THROWS_WITH(et::from_blob(et::cpu, memory.data(), {2, 2}, {big, 1}),
+                    Contains("et: from_blob: shape [2, 2] with strides [4611686018427387904, 1] reaches more bytes "
+                             "than fit in 64 bits"));
+  CHECK_THROWS_WITH(et::from_blob(et::cpu, memory.data(), {2, 2}, {big, big}), Contains("more bytes than fit"));
+  CHECK_THROWS_WITH(et::from_blob(et::cpu, memory.data(), {std::int64_t{1} << 61}), Contains("more bytes than fit"));
+  // Reaches that fit are views like any other; a stride on an axis of extent 1 or 0 reaches nothing.
+  CHECK(et::from_blob(et::cpu, memory.data(), {1, 2}, {big, 1}).clone().to_vector() == std::vector<float>{0, 0});
+  CHECK(et::from_blob(et::cpu, memory.data(), {0, 2}, {big, big}).numel() == 0);
+  CHECK(et::from_blob(et::cpu, memory.data(), {2, 2}, {4, 1}).clone().to_vector() == std::vector<float>{0, 0, 0, 0});
+
+  std::int64_t shape[2] = {2, 2}, strides[2] = {big, 1};
+  DLManagedTensor managed{};
+  managed.dl_tensor = {memory.data(), {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape, strides, 0};
+  CHECK_THROWS_AS((et::from_dlpack<float, 2>(et::cpu, &managed)), et::ShapeError);
+  CHECK_THROWS_WITH((et::from_dlpack<float, 2>(et::cpu, &managed)),
+                    Contains("et: from_dlpack: shape [2, 2] with strides") && !Contains("from_blob"));
+  strides[1] = -1;
+  CHECK_THROWS_WITH((et::from_dlpack<float, 2>(et::cpu, &managed)), Contains("from_dlpack: negative stride"));
+  strides[0] = 2;
+  strides[1] = 1;
+  managed.dl_tensor.data = nullptr;
+  CHECK_THROWS_WITH((et::from_dlpack<float, 2>(et::cpu, &managed)),
+                    Contains("et: from_dlpack(cpu, ...): a null pointer"));
+}
+
+TEST_CASE("DLPack: a device type this header does not know is read as a number", "[interop][errors][dlpack]") {
+  std::vector<float> memory(2);
+  std::int64_t shape[1] = {2};
+  DLManagedTensor managed{};
+  managed.dl_tensor = {memory.data(), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, nullptr, 0};
+  const std::int32_t foreign = 999;
+  std::memcpy(&managed.dl_tensor.device.device_type, &foreign, sizeof foreign);
+  CHECK_THROWS_WITH((et::from_dlpack<float, 1>(et::cpu, &managed)),
+                    Contains("the DLPack tensor is float32, rank 1, device type 999"));
 }
 
 TEST_CASE("DLPack: export shares the storage and describes it; import takes ownership", "[interop][dlpack]") {

@@ -12,7 +12,9 @@
 // Import: the element type, rank and device are part of etensor's type, so the caller names
 // them; a DLPack tensor of another dtype, rank, device or with lanes != 1 is an et::Error,
 // and then `in` stays the caller's. Otherwise the returned tensor owns `in` and calls its
-// deleter when its last view is gone. A null strides field means contiguous.
+// deleter when its last view is gone. A null strides field means contiguous; strides must
+// not be negative, and the layout must reach no more bytes than int64 counts (et::ShapeError,
+// as PyTorch's storage-size check). A device type this header's enum lacks reads as its number.
 // Work on imported memory runs on etensor's current stream (et::current_stream): the
 // producer's pending work on it must be ordered before (DLPack's __dlpack__(stream=...)
 // protocol is the Python side's business).
@@ -22,6 +24,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -61,13 +64,21 @@ inline std::string describe(DLDataType t) {
          std::to_string(t.bits) + (t.lanes != 1 ? "x" + std::to_string(t.lanes) : "");
 }
 
-inline std::string describe(DLDevice d) {
-  switch (d.device_type) {
+/// The device type as the integer it is: a producer may send one this header's enum lacks,
+/// and loading such a value as DLDeviceType is undefined behaviour.
+inline std::int64_t device_type_of(const DLDevice& d) {
+  std::underlying_type_t<DLDeviceType> raw;
+  std::memcpy(&raw, &d.device_type, sizeof raw);
+  return static_cast<std::int64_t>(raw);
+}
+
+inline std::string describe(const DLDevice& d) {
+  switch (device_type_of(d)) {
     case kDLCPU: return "cpu";
     case kDLCUDA: return "cuda:" + std::to_string(d.device_id);
     case kDLCUDAHost: return "cuda host (pinned)";
     case kDLCUDAManaged: return "cuda managed";
-    default: return "device type " + std::to_string(static_cast<int>(d.device_type));
+    default: return "device type " + std::to_string(device_type_of(d));
   }
 }
 
@@ -116,7 +127,7 @@ Tensor<T, R, D> from_dlpack(D dev, DLManagedTensor* managed) {
                           detail::dlpack::describe(dl.device);
   const DLDataType type = detail::dlpack::data_type<T>();
   const DLDevice device = detail::dlpack::device_of<D>();
-  const bool same_device = dl.device.device_type == device.device_type &&
+  const bool same_device = detail::dlpack::device_type_of(dl.device) == device.device_type &&
                            (device.device_type != kDLCUDA || dl.device.device_id == device.device_id);
   if (dl.dtype.code != type.code || dl.dtype.bits != type.bits || dl.dtype.lanes != 1 || dl.ndim != R ||
       !same_device)
@@ -129,10 +140,11 @@ Tensor<T, R, D> from_dlpack(D dev, DLManagedTensor* managed) {
   } else {
     strides = detail::contiguous_strides(shape);
   }
-  T* data = reinterpret_cast<T*>(static_cast<char*>(dl.data) + dl.byte_offset);
+  // As an integer: a producer's offset added to a pointer could leave it (undefined behaviour).
+  T* data = reinterpret_cast<T*>(reinterpret_cast<std::uintptr_t>(dl.data) + dl.byte_offset);
   // adopt checks shape, strides and pointer before it attaches the deleter: a DLPack
   // tensor it refuses stays the caller's.
-  return detail::adopt(dev, data, shape, strides, [managed](T*) {
+  return detail::adopt("from_dlpack", dev, data, shape, strides, [managed](T*) {
     if (managed->deleter != nullptr) managed->deleter(managed);
   });
 }

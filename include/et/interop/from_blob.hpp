@@ -9,12 +9,14 @@
 // deleter(ptr) runs on the host once the last of them is gone, which may be before work
 // queued on the GPU has finished with it (cudaFree waits for the device; a stream-ordered
 // free belongs on the stream that used it). Strides count elements, as t.strides()
-// does; they must not be negative. Where the CUDA runtime is present, the pointer is
-// checked against the device: device memory of another GPU, or host memory given as a
-// Cuda<I> tensor (or device memory as a host tensor), is an et::Error rather than a crash
-// in the first kernel. Pinned tensors need page-locked memory (cudaHostAlloc /
-// cudaHostRegister). Work by etensor on a borrowed pointer is queued on the device's
-// current stream (et::current_stream); order it against the owner's own work with events.
+// does; they must not be negative, and the bytes the layout reaches must fit in int64
+// (et::ShapeError otherwise, as PyTorch's storage-size check). Where the CUDA runtime is
+// present, the pointer is checked against the device: device memory of another GPU, or
+// host memory given as a Cuda<I> tensor (or device memory as a host tensor), is an
+// et::Error rather than a crash in the first kernel. Pinned tensors need page-locked
+// memory (cudaHostAlloc / cudaHostRegister). Work by etensor on a borrowed pointer is
+// queued on the device's current stream (et::current_stream); order it against the
+// owner's own work with events.
 #pragma once
 
 #include <array>
@@ -68,15 +70,18 @@ void check_foreign_pointer(const T* data, std::int64_t count, const char* what) 
 #endif
 }
 
+/// The tensor over `data` that from_blob and from_dlpack (`operation`, in messages) return,
+/// once shape, strides (their reach in bytes within int64) and pointer are checked.
 template <class T, std::size_t N, class D, class Deleter>
-Tensor<T, int(N), D> adopt(D, T* data, const std::array<std::int64_t, N>& shape,
+Tensor<T, int(N), D> adopt(const char* operation, D, T* data, const std::array<std::int64_t, N>& shape,
                            const std::array<std::int64_t, N>& strides, Deleter&& deleter) {
   const std::int64_t count = checked_numel(shape);
   for (std::size_t d = 0; d < N; ++d)
     if (strides[d] < 0)
-      throw ShapeError("et: from_blob: negative stride " + std::to_string(strides[d]) + " at axis " +
-                       std::to_string(d) + " (strides " + format_shape(strides) + ")");
-  check_foreign_pointer<T, D>(data, count, "from_blob");
+      throw ShapeError("et: " + std::string(operation) + ": negative stride " + std::to_string(strides[d]) +
+                       " at axis " + std::to_string(d) + " (strides " + format_shape(strides) + ")");
+  storage_bytes(shape, strides, sizeof(T), operation);
+  check_foreign_pointer<T, D>(data, count, operation);
   std::shared_ptr<void> storage(static_cast<void*>(data),
                                 [deleter = std::forward<Deleter>(deleter)](void* p) { deleter(static_cast<T*>(p)); });
   return Tensor<T, int(N), D>(std::move(storage), 0, shape, strides);
@@ -92,31 +97,31 @@ struct Borrowed {
 template <Element T, Device D, std::size_t N>
 Tensor<T, int(N), D> from_blob(D dev, T* data, const std::int64_t (&shape)[N]) {
   const auto s = std::to_array(shape);
-  return detail::adopt(dev, data, s, detail::contiguous_strides(s), detail::Borrowed{});
+  return detail::adopt("from_blob", dev, data, s, detail::contiguous_strides(s), detail::Borrowed{});
 }
 template <Element T, Device D, std::size_t N>
 Tensor<T, int(N), D> from_blob(D dev, T* data, const std::int64_t (&shape)[N], const std::int64_t (&strides)[N]) {
-  return detail::adopt(dev, data, std::to_array(shape), std::to_array(strides), detail::Borrowed{});
+  return detail::adopt("from_blob", dev, data, std::to_array(shape), std::to_array(strides), detail::Borrowed{});
 }
 template <Element T, Device D, std::size_t N, std::invocable<T*> Deleter>
 Tensor<T, int(N), D> from_blob(D dev, T* data, const std::int64_t (&shape)[N], Deleter deleter) {
   const auto s = std::to_array(shape);
-  return detail::adopt(dev, data, s, detail::contiguous_strides(s), std::move(deleter));
+  return detail::adopt("from_blob", dev, data, s, detail::contiguous_strides(s), std::move(deleter));
 }
 template <Element T, Device D, std::size_t N, std::invocable<T*> Deleter>
 Tensor<T, int(N), D> from_blob(D dev, T* data, const std::int64_t (&shape)[N], const std::int64_t (&strides)[N],
                                Deleter deleter) {
-  return detail::adopt(dev, data, std::to_array(shape), std::to_array(strides), std::move(deleter));
+  return detail::adopt("from_blob", dev, data, std::to_array(shape), std::to_array(strides), std::move(deleter));
 }
 /// The same with std::array shapes (a rank known at compile time, extents at run time).
 template <Element T, Device D, std::size_t N>
 Tensor<T, int(N), D> from_blob(D dev, T* data, const std::array<std::int64_t, N>& shape) {
-  return detail::adopt(dev, data, shape, detail::contiguous_strides(shape), detail::Borrowed{});
+  return detail::adopt("from_blob", dev, data, shape, detail::contiguous_strides(shape), detail::Borrowed{});
 }
 template <Element T, Device D, std::size_t N>
 Tensor<T, int(N), D> from_blob(D dev, T* data, const std::array<std::int64_t, N>& shape,
                                const std::array<std::int64_t, N>& strides) {
-  return detail::adopt(dev, data, shape, strides, detail::Borrowed{});
+  return detail::adopt("from_blob", dev, data, shape, strides, detail::Borrowed{});
 }
 
 }  // namespace et
