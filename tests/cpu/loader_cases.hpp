@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <span>
 #include <vector>
@@ -135,6 +136,12 @@ void check_loader() {
   CHECK(empty.size() == 0);
   CHECK(epoch_labels(empty).empty());
   CHECK_THROWS_AS(et::data::DataLoader(numbered(4), D{}, {.batch_size = 0}), et::Error);
+  et::data::DataLoader whole(numbered(3), D{}, {.batch_size = std::numeric_limits<std::int64_t>::max()});
+  CHECK(whole.size() == 1);  // one batch of everything, not 0 after an overflow
+  CHECK(epoch_labels(whole) == std::vector<std::int64_t>{0, 1, 2});
+  et::data::DataLoader none(numbered(3), D{},
+                            {.batch_size = std::numeric_limits<std::int64_t>::max(), .drop_last = true});
+  CHECK(none.size() == 0);
   CHECK_THROWS_AS(et::data::TensorDataset(et::zeros<float>(et::cpu, {3, 2}), et::zeros<float>(et::cpu, {4})),
                   et::ShapeError);
 }

@@ -214,7 +214,7 @@ class DataLoader {
   /// Batches per epoch.
   std::int64_t size() const {
     const std::int64_t n = dataset_.size(), b = options_.batch_size;
-    return options_.drop_last ? n / b : (n + b - 1) / b;
+    return options_.drop_last || n % b == 0 ? n / b : n / b + 1;  // n + b - 1 may pass int64
   }
   /// Epochs begun so far.
   std::int64_t epochs() const { return epoch_; }
