@@ -1,6 +1,7 @@
 // Several processes, one GPU each (et::dist): the process group (dist/process_group.hpp:
 // init() from MPI, torchrun's variables or one process alone), its collectives
-// (dist/collectives.hpp) and et::nn::DistributedDataParallel (nn/ddp.hpp); and, in one
+// (dist/collectives.hpp), et::nn::DistributedDataParallel (nn/ddp.hpp) and its sharded
+// optimizer state, et::nn::ShardedDataParallel (nn/sharded.hpp); and, in one
 // process over several GPUs, et::nn::DataParallel (nn/data_parallel.hpp). Needs NCCL (and
 // MPI for mpirun/srun jobs): link CMake's et::dist, or by hand -lnccl (and mpicxx's flags
 // with -DET_WITH_MPI=1).
@@ -11,3 +12,4 @@
 #include "et/dist/process_group.hpp"
 #include "et/nn/data_parallel.hpp"
 #include "et/nn/ddp.hpp"
+#include "et/nn/sharded.hpp"

@@ -225,6 +225,51 @@ TEMPLATE_TEST_CASE("DistributedDataParallel: each rank's part of the batch train
   }
 }
 
+TEST_CASE("ShardedDataParallel: Adam on 1/N of the state trains as the whole batch on one GPU", "[dist]") {
+  using T = double;
+  const auto& pg = *group;
+  const int n = pg.size(), me = pg.rank();
+  const auto x = et::randn<T>(et::cuda<0>, {8 * n, 6}, 31);
+  const auto y = et::randn<T>(et::cuda<0>, {8 * n, 3}, 32);
+  const auto mine = [&](const auto& t) { return t.slice(0, 8 * me, 8 * me + 8); };
+  for (const double bucket_mb : {25.0, 1e-5}) {
+    CAPTURE(bucket_mb);
+    auto model = model_of<T>(200 + std::uint64_t(me));  // differs until the wrapper broadcasts rank 0's
+    et::nn::ShardedDataParallel sdp(model, pg, {.bucket_mb = bucket_mb});
+    auto reference = model_of<T>(200);
+    std::int64_t total = 0;
+    for (const auto& p : reference.parameters()) total += p.numel();
+    // The shards cover every element once: their sizes add up to the parameters' over the ranks.
+    std::int64_t covered = 0;
+    for (const auto& part : pg.exchange(std::to_string(sdp.shard_numel()))) covered += std::stoll(part);
+    CHECK(covered == total);
+    CHECK(sdp.shard_numel() <= total / n + (bucket_mb > 1 ? 1 : 4));
+    et::optim::Adam opt(sdp.parameters(), {.lr = 0.05}), reference_opt(reference.parameters(), {.lr = 0.05});
+    std::size_t sharded_state = 0, whole_state = 0;
+    for (int step = 0; step < 4; ++step) {
+      opt.zero_grad(true);
+      et::nn::mse_loss(sdp(mine(x)), mine(y)).backward();
+      et::synchronize(et::cuda<0>);
+      const std::size_t before = et::memory_stats(et::cuda<0>).allocated;
+      opt.step();
+      et::synchronize(et::cuda<0>);
+      if (step == 0) sharded_state = et::memory_stats(et::cuda<0>).allocated - before;  // Adam's m and v
+      reference_opt.zero_grad(true);
+      et::nn::mse_loss(reference(x), y).backward();
+      et::synchronize(et::cuda<0>);
+      const std::size_t reference_before = et::memory_stats(et::cuda<0>).allocated;
+      reference_opt.step();
+      et::synchronize(et::cuda<0>);
+      if (step == 0) whole_state = et::memory_stats(et::cuda<0>).allocated - reference_before;
+    }
+    (void)sdp(mine(x));  // gathers the last step's pieces
+    check_same_parameters(model, reference);
+    CAPTURE(sharded_state, whole_state);
+    CHECK(sharded_state >= 2 * sizeof(T) * std::size_t(sdp.shard_numel()));
+    CHECK(sharded_state * std::size_t(n) <= whole_state + std::size_t(n) * 8 * 512);  // 1/N, up to the pool's rounding
+  }
+}
+
 TEST_CASE("DistributedDataParallel: a parameter left out of a backward is named at the next forward", "[dist]") {
   et::nn::Linear<double, Gpu> model(et::cuda<0>, 4, 2, 5);
   et::nn::DistributedDataParallel ddp(model, *group);

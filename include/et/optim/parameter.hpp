@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "et/autograd/meta.hpp"
@@ -78,6 +79,10 @@ class Parameter {
     if (!t.requires_grad() || !t.is_leaf())
       throw Error("et: an optimizer's parameter must be a leaf tensor that requires grad (requires_grad_(true))");
   }
+  /// A parameter whose gradient and bookkeeping come from `source`: for wrappers that give
+  /// an optimizer views of other parameters (nn::ShardedDataParallel's shards).
+  Parameter(Tensor<T, 1, D> data, std::shared_ptr<const detail::Source<T, D>> source)
+      : data_(std::move(data)), source_(std::move(source)) {}
   /// The values, flat (the same storage).
   const Tensor<T, 1, D>& data() const noexcept { return data_; }
   /// The accumulated gradient, flat, or an undefined tensor before the first backward.
