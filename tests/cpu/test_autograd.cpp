@@ -2,6 +2,7 @@
 // (autograd_cases.hpp, shared with the GPU tests) and the semantics a PyTorch user relies
 // on: accumulation, zero_grad, NoGradGuard, detach, retain_graph, version counters, errors.
 #include "autograd_cases.hpp"
+#include "version_cases.hpp"
 
 #include <et/et.hpp>
 
@@ -144,6 +145,13 @@ TEST_CASE("an in-place write to a saved tensor is detected at backward time", "[
   auto y = et::sum(h * h);            // ...but this node saved h
   h += 1.0;                           // an in-place write to h
   CHECK_THROWS_WITH(y.backward(), Catch::Contains("modified in place") && Catch::Contains("version"));
+}
+
+TEST_CASE("each op family's backward notices a saved tensor written in place", "[autograd][version]") {
+  SECTION("matmul and linear layers") { test::check_matmul_versions<Cpu>(); }
+  SECTION("fused expressions and reductions") { test::check_fused_and_reduction_versions<Cpu>(); }
+  SECTION("softmax, log_softmax, logsumexp") { test::check_softmax_versions<Cpu>(); }
+  SECTION("conv2d, max_pool2d, cross_entropy") { test::check_nn_versions<Cpu>(); }
 }
 
 TEST_CASE("in-place operations on recorded tensors are recorded, reading the values they overwrite", "[autograd]") {

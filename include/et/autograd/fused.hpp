@@ -88,6 +88,7 @@ struct PassSeed {
   bool linear(const G& gradient) const {
     return gradient.is_contiguous();
   }
+  void check(const Node&) const {}  // saves nothing of its own
   void release() {}
 };
 
@@ -119,7 +120,7 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public GradSink<T, RO,
     for_each_tree_tensor(expr, note);
     l = 0;
     auto save = [&](const auto& leaf) {
-      auto saved = saved_before_write(leaf, overwritten);
+      auto saved = saved_data(saved_before_write(leaf, overwritten));
       if (saved.storage() != leaf.storage()) versions_[l] = {};  // a copy: later writes cannot reach it
       ++l;
       return saved;
@@ -136,6 +137,7 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public GradSink<T, RO,
     const Tensor<T, RO, D> g = this->take();
     if (g.defined()) {
       for (const auto& version : versions_) version.check(*this);
+      seed_.check(*this);
       backward(g, std::make_index_sequence<L>{});
     }
     if (!retain) {

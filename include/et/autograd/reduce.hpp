@@ -79,6 +79,7 @@ struct ReductionSeedPolicy {
   std::int64_t elements;
   Tensor<std::int64_t, R, D> count;
   Tensor<T, R, D> other;
+  SavedVersion result_version;  // where the derivative reads the result (not max/min over an axis)
 
   static Shape<R> ones() {
     Shape<R> s;
@@ -113,6 +114,7 @@ struct ReductionSeedPolicy {
   bool linear(const G&) const {
     return false;
   }
+  void check(const Node& node) const { result_version.check(node); }
   void release() {
     result = {};
     count = {};
@@ -157,7 +159,11 @@ void record_reduction(Tensor<T, RO, D>& out, const E& expr, int axis, const char
   } else if constexpr (Kind != ReductionKind::none && !contains_matmul_v<E>) {
     using Policy = ReductionSeedPolicy<Kind, E, T, RO, D>;
     using Node = FusedBackward<Tensor<T, RO, D>, E, E::rank, Policy>;
-    Policy policy{out.detach(), axis, checked_numel(expr.shape()) / std::max<std::int64_t>(1, out.numel()), {}, {}};
+    out.meta();  // its version counter, shared by the saved result (which holds no graph)
+    Policy policy{out.detach(), axis, checked_numel(expr.shape()) / std::max<std::int64_t>(1, out.numel()), {}, {}, {}};
+    constexpr bool extreme = Kind == ReductionKind::max || Kind == ReductionKind::min;
+    if (Kind == ReductionKind::prod || Kind == ReductionKind::norm || (extreme && axis < 0))
+      policy.result_version = SavedVersion::of(out);
     auto node = std::make_shared<Node>(expr, expr.shape(), std::move(policy), name, axis);
     attach(out, std::move(node));
   }

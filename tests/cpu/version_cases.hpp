@@ -1,0 +1,138 @@
+// Version counters, op family by op family, shared by the CPU and GPU tests: each case
+// records an operation, writes in place into a tensor the operation saved for its backward
+// (a leaf under NoGradGuard, as an optimizer step does, or a result, whose write is
+// recorded), and expects the backward to throw an et::Error that names the operation.
+// Inputs that need no gradient have no autograd state and are not tracked (docs/design.md).
+#pragma once
+
+#include <et/et.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace test {
+
+/// A leaf of `shape` on D that requires grad, filled with 0.5, 1, 1.5, ... (no ties).
+template <class D, std::size_t R>
+et::Tensor<double, int(R), D> version_leaf(const std::array<std::int64_t, R>& shape) {
+  std::int64_t n = 1;
+  for (const std::int64_t e : shape) n *= e;
+  std::vector<double> values(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = 0.5 * double(i + 1);
+  auto t = et::from_vector(et::cpu, values, shape).to(D{});
+  t.requires_grad_(true);
+  return t;
+}
+
+/// Adds 1 to a leaf in place outside recording, as an optimizer step does.
+template <class T, int R, class D>
+void step(et::Tensor<T, R, D>& leaf) {
+  et::NoGradGuard no_grad;
+  leaf += T(1);
+}
+
+/// The backward of `loss` throws, naming `op` and the version it saw.
+template <class Loss>
+void expect_modified(const Loss& loss, const std::string& op) {
+  CAPTURE(op);
+  CHECK_THROWS_WITH(loss.backward(), Catch::Contains("backward of " + op) && Catch::Contains("modified in place") &&
+                                         Catch::Contains("version"));
+}
+
+template <class D>
+void check_matmul_versions() {
+  using S2 = std::array<std::int64_t, 2>;
+  for (int written = 0; written < 2; ++written) {
+    auto a = version_leaf<D>(S2{2, 3}), b = version_leaf<D>(S2{3, 2});
+    const et::Tensor<double, 2, D> h = et::matmul(a, b);
+    step(written == 0 ? a : b);
+    expect_modified(et::sum(h), "matmul");
+  }
+  // The loop of a training step: backward keeping the graph, a step, backward again.
+  auto x = version_leaf<D>(S2{1, 2}), w = version_leaf<D>(S2{2, 1});
+  et::optim::SGD<double, D> opt({w}, {.lr = 0.5});
+  const auto loss = et::sum(et::eval(et::matmul(x, w)));
+  loss.backward(et::retain_graph);
+  opt.step();
+  expect_modified(loss, "matmul");
+  // act(x @ w + b): one linear-layer node, which saves x and w.
+  auto b = version_leaf<D>(std::array<std::int64_t, 1>{1});
+  const et::Tensor<double, 2, D> y = et::relu(et::matmul(x, w) + b);
+  step(w);
+  expect_modified(et::sum(y), "linear layer");
+}
+
+template <class D>
+void check_fused_and_reduction_versions() {
+  using S1 = std::array<std::int64_t, 1>;
+  auto x = version_leaf<D>(S1{3}), y = version_leaf<D>(S1{3});
+  const et::Tensor<double, 1, D> h = x * y;
+  step(x);
+  expect_modified(et::sum(h), "an assignment");
+  auto z = version_leaf<D>(S1{3});
+  const auto s = et::sum(z * z);
+  step(z);
+  expect_modified(s, "sum");
+  // max and min over all elements, prod and norm read their result: a write into it.
+  for (int kind = 0; kind < 4; ++kind) {
+    auto v = version_leaf<D>(S1{3});
+    auto r = kind == 0 ? et::max(v) : kind == 1 ? et::min(v) : kind == 2 ? et::prod(v) : et::norm(v);
+    r += 1.0;
+    expect_modified(r, kind == 0 ? "max" : kind == 1 ? "min" : kind == 2 ? "prod" : "norm");
+  }
+  // Over one axis max keeps the chosen index (as PyTorch does): its result may be written.
+  auto v = version_leaf<D>(S1{3});
+  auto m = et::max(v, 0);
+  m += 1.0;
+  m.backward();
+  CHECK(v.grad().to(et::cpu).to_vector() == std::vector<double>{0, 0, 1});
+}
+
+template <class D>
+void check_softmax_versions() {
+  using S2 = std::array<std::int64_t, 2>;
+  auto x = version_leaf<D>(S2{2, 3});
+  auto p = et::softmax(x, 1);
+  p += 1.0;
+  expect_modified(et::sum(p * p), "softmax");
+  auto lp = et::log_softmax(x, 1);
+  lp += 1.0;
+  expect_modified(et::sum(lp * lp), "log_softmax");
+  auto lse = et::logsumexp(x, 1);
+  step(x);
+  expect_modified(et::sum(lse), "logsumexp");
+  auto x2 = version_leaf<D>(S2{2, 3});
+  auto lse2 = et::logsumexp(x2, 1);
+  lse2 += 1.0;
+  expect_modified(et::sum(lse2 * lse2), "logsumexp");
+}
+
+template <class D>
+void check_nn_versions() {
+  using S4 = std::array<std::int64_t, 4>;
+  for (int written = 0; written < 2; ++written) {
+    auto x = version_leaf<D>(S4{1, 1, 3, 3}), w = version_leaf<D>(S4{1, 1, 2, 2});
+    const auto y = et::conv2d(x, w);
+    step(written == 0 ? x : w);
+    expect_modified(et::sum(y), "conv2d");
+  }
+  et::Pool2dOptions pool;
+  pool.kernel = {2, 2};
+  auto x = version_leaf<D>(S4{1, 1, 2, 2});
+  const auto y = et::max_pool2d(x, pool);
+  step(x);
+  expect_modified(et::sum(y), "max_pool2d");
+  auto x2 = version_leaf<D>(S4{1, 1, 2, 2});
+  auto y2 = et::max_pool2d(x2, pool);
+  y2 += 1.0;
+  expect_modified(et::sum(y2), "max_pool2d");
+  auto logits = version_leaf<D>(std::array<std::int64_t, 2>{2, 3});
+  const auto loss = et::nn::cross_entropy(logits, et::from_vector(et::cpu, std::vector<std::int64_t>{0, 2}, {2}).to(D{}));
+  step(logits);
+  expect_modified(loss, "cross_entropy");
+}
+
+}  // namespace test
