@@ -8,6 +8,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <pthread.h>
+
+#include <exception>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -152,6 +156,78 @@ TEST_CASE("each op family's backward notices a saved tensor written in place", "
   SECTION("fused expressions and reductions") { test::check_fused_and_reduction_versions<Cpu>(); }
   SECTION("softmax, log_softmax, logsumexp") { test::check_softmax_versions<Cpu>(); }
   SECTION("conv2d, max_pool2d, cross_entropy") { test::check_nn_versions<Cpu>(); }
+}
+
+namespace {
+
+/// Runs f on a thread with a stack of `bytes`, small enough that freeing or differentiating
+/// the test's graphs by one nested call per operation would overflow it; rethrows f's error.
+template <class F>
+void on_small_stack(std::size_t bytes, F f) {
+  std::exception_ptr failure;
+  auto body = [&] {
+    try {
+      f();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  };
+  using Body = decltype(body);
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setstacksize(&attributes, bytes);
+  pthread_t thread;
+  auto start = [](void* p) -> void* {
+    (*static_cast<Body*>(p))();
+    return nullptr;
+  };
+  const int created = pthread_create(&thread, &attributes, start, &body);
+  pthread_attr_destroy(&attributes);
+  REQUIRE(created == 0);
+  pthread_join(thread, nullptr);
+  if (failure) std::rethrow_exception(failure);
+}
+
+/// A recorded operation with nothing to do.
+struct EmptyNode final : et::detail::Node {
+  std::string name() const override { return "empty node"; }
+  void apply(bool) override {}
+};
+
+}  // namespace
+
+TEST_CASE("a chain of a million recorded operations is freed without recursion", "[autograd][deep]") {
+  auto head = std::make_shared<EmptyNode>();
+  const std::weak_ptr<EmptyNode> first = head;
+  for (int i = 1; i < 1'000'000; ++i) {
+    auto node = std::make_shared<EmptyNode>();
+    node->next.push_back(std::move(head));
+    head = std::move(node);
+  }
+  head.reset();  // ~Node hands its inputs' nodes to one list instead of freeing them itself
+  CHECK(first.expired());
+}
+
+TEST_CASE("deep chains of tensor operations are differentiated and freed on a small stack", "[autograd][deep]") {
+  // 10^4 operations: one nested call each (some hundred bytes of stack) overflows 1 MiB.
+  constexpr int depth = 10'000;
+  std::vector<double> grads;
+  on_small_stack(std::size_t(1) << 20, [&] {
+    for (int kind = 0; kind < 4; ++kind) {
+      auto x = et::ones<double>(et::cpu, {2});
+      x.requires_grad_(true);
+      et::Tensor<double, 1> root = x * 1.0, y = kind == 0 ? x : root;
+      for (int i = 0; i < depth; ++i) {
+        if (kind == 0) y = et::eval(y * 1.0);  // chained evaluations
+        else if (kind == 1) y += 1.0;           // in-place writes into one result
+        else y = y.slice(0, 0, 2);              // nested views
+      }
+      if (kind == 3) root += 1.0;  // every view's history is taken anew at the backward
+      et::sum(y).backward();
+      grads.push_back(x.grad().to_vector()[0]);
+    }
+  });
+  CHECK(grads == std::vector<double>{1, 1, 1, 1});
 }
 
 TEST_CASE("in-place operations on recorded tensors are recorded, reading the values they overwrite", "[autograd]") {

@@ -118,12 +118,22 @@ struct AccumulateGrad final : GradSink<T, R, D> {
 /// another view), or whose parent needs a gradient it did not have then, takes its history
 /// anew from its parent (autograd/views.hpp).
 template <class T, int R, class D>
+bool view_stale(const AutogradMeta<T, R, D>& meta) noexcept {
+  const ViewLink& link = *meta.view;
+  return link.seen != meta.version->value.load(std::memory_order_relaxed) ||
+         (!meta.grad_fn && link.parent_needs_grad());
+}
+template <class T, int R, class D>
 void refresh_view(AutogradMeta<T, R, D>& meta) {
+  if (!view_stale(meta)) return;
+  // Stale parents first, from the root down, in a loop: the new history reads the parent's,
+  // and refreshing it by nested calls would recurse once per view of a chain.
+  std::vector<const ViewLink*> stale;
+  for (const ViewLink* link = meta.view.get(); link->parent_stale(); link = link->parent_link()) stale.push_back(link);
+  for (auto link = stale.rbegin(); link != stale.rend(); ++link) (*link)->refresh_parent();
   ViewLink& link = *meta.view;
-  const std::uint64_t now = meta.version->value.load(std::memory_order_relaxed);
-  if (link.seen == now && (meta.grad_fn || !link.parent_needs_grad())) return;
   meta.grad_fn = link.parent_needs_grad() ? link.make_node() : nullptr;
-  link.seen = now;
+  link.seen = meta.version->value.load(std::memory_order_relaxed);
 }
 
 /// The node a gradient for tensor t goes to: its producer, the accumulator of a leaf that

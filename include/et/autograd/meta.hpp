@@ -45,13 +45,48 @@ struct FoldedUpdate {
   std::function<void()> done;
 };
 
+/// The parts of graphs that this thread is freeing (release_iteratively).
+struct PendingReleases {
+  std::vector<std::shared_ptr<void>> parts;
+  bool draining = false;
+};
+inline PendingReleases& pending_releases() {
+  thread_local PendingReleases pending;  // one list for every kind of part
+  return pending;
+}
+
+/// Drops `part` (a node, a tensor's autograd state, a view's link) without recursing into
+/// what it holds: each of those drops its own parts through this, and the outermost call
+/// frees them one at a time from a list. So freeing a chain of a million recorded
+/// operations or views takes constant stack, as PyTorch's deleteNode does, where plain
+/// shared pointers would free it by one nested destructor call per link.
+template <class P>
+void release_iteratively(std::shared_ptr<P>& part) noexcept {
+  if (!part || part.use_count() != 1) {  // only the last owner frees (and so recurses)
+    part.reset();
+    return;
+  }
+  PendingReleases& pending = pending_releases();
+  pending.parts.push_back(std::move(part));
+  if (pending.draining) return;  // an outer call frees it
+  pending.draining = true;
+  while (!pending.parts.empty()) {
+    std::shared_ptr<void> last = std::move(pending.parts.back());
+    pending.parts.pop_back();
+    last.reset();  // its destructor hands its own parts to the list
+  }
+  pending.draining = false;
+}
+
 /// A recorded operation: its backward takes the gradient of its output (held by the
 /// GradSink of the output's type, graph.hpp) and sends its inputs' gradients down `next`.
 struct Node {
   Node() : sequence(next_sequence()) {}
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
-  virtual ~Node() = default;
+  virtual ~Node() {
+    for (auto& edge : next) release_iteratively(edge);
+  }
   /// Computes and sends the inputs' gradients; `retain`: keep what it saved (else freed).
   virtual void apply(bool retain) = 0;
   /// The operation, for messages ("sum", "expression (x * y + z)", "matmul").
@@ -99,16 +134,42 @@ struct ViewLink {
   ViewLink(const ViewLink&) = delete;
   ViewLink& operator=(const ViewLink&) = delete;
   virtual ~ViewLink() = default;
-  /// True when the parent takes part in recording (directly or through its own parent).
-  virtual bool parent_needs_grad() const = 0;
+  /// The parent's own link when the parent is a view made in grad mode, else null.
+  virtual const ViewLink* parent_link() const noexcept = 0;
+  /// True when the parent requires grad or was computed by a recorded operation.
+  virtual bool parent_recorded() const noexcept = 0;
+  /// True when the parent is a view whose history is out of date (graph.hpp's view_stale).
+  virtual bool parent_stale() const noexcept = 0;
+  /// Brings the parent's history up to date, its own parent's being so already.
+  virtual void refresh_parent() const = 0;
   /// A new node passing the view's gradient to the parent's current history.
   virtual std::shared_ptr<Node> make_node() const = 0;
-  /// Throws unless a write into this view can be recorded on its root (the first tensor up
-  /// the chain of parents that is not a view).
-  virtual void check_root() const = 0;
+  /// Throws unless a write can be recorded on the parent, which is the root.
+  virtual void check_parent_as_root() const = 0;
+  /// Records on the parent, which is the root, a write of `write` (see record_root_write).
+  virtual void record_parent_write(Region region, std::shared_ptr<Node> write) const = 0;
+
+  // The chain of parents is walked by loops, not calls: views can nest a million deep.
+
+  /// True when the parent takes part in recording (directly or through its own parent).
+  bool parent_needs_grad() const noexcept {
+    for (const ViewLink* link = this; link; link = link->parent_link())
+      if (link->parent_recorded()) return true;
+    return false;
+  }
+  /// The link whose parent is the root (the first tensor up the chain that is not a view).
+  const ViewLink& root_link() const noexcept {
+    const ViewLink* link = this;
+    while (const ViewLink* up = link->parent_link()) link = up;
+    return *link;
+  }
+  /// Throws unless a write into this view can be recorded on its root.
+  void check_root() const { root_link().check_parent_as_root(); }
   /// Records on the root that the view's elements were overwritten by the result of `write`
   /// (null: by values that need no gradient).
-  virtual void record_root_write(Region region, std::shared_ptr<Node> write) const = 0;
+  void record_root_write(Region region, std::shared_ptr<Node> write) const {
+    root_link().record_parent_write(std::move(region), std::move(write));
+  }
 
   /// The version of the data when the view's history was last taken from its parent.
   std::uint64_t seen = 0;
@@ -132,6 +193,11 @@ struct GradFold {
 /// The autograd state of a tensor handle and of the copies made after it was created.
 template <class T, int Rank, class D>
 struct AutogradMeta {
+  ~AutogradMeta() {  // the history and the view's parent may be long chains
+    release_iteratively(grad_fn);
+    release_iteratively(view);
+  }
+
   bool requires_grad = false;
   /// The accumulated gradient (leaves), undefined until a backward reached the tensor.
   Tensor<T, Rank, D> grad;

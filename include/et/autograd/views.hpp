@@ -100,7 +100,22 @@ class ViewLinkOf final : public ViewLink {
  public:
   ViewLinkOf(const In& parent, Back back, const char* name) : parent_(parent), back_(std::move(back)), name_(name) {}
 
-  bool parent_needs_grad() const override { return meta_needs_grad(parent_.autograd_meta()); }
+  const ViewLink* parent_link() const noexcept override {
+    const auto& meta = parent_.autograd_meta();
+    return meta ? meta->view.get() : nullptr;
+  }
+  bool parent_recorded() const noexcept override {
+    const auto& meta = parent_.autograd_meta();
+    return meta && (meta->requires_grad || meta->grad_fn);
+  }
+  bool parent_stale() const noexcept override {
+    const auto& meta = parent_.autograd_meta();
+    return meta && meta->view && view_stale(*meta);
+  }
+  void refresh_parent() const override {
+    const auto& meta = parent_.autograd_meta();
+    if (meta && meta->view) refresh_view(*meta);
+  }
 
   std::shared_ptr<Node> make_node() const override {
 #if !defined(ET_DEVICE_COMPILER)
@@ -110,9 +125,8 @@ class ViewLinkOf final : public ViewLink {
       return std::make_shared<ViewBackward<Out, In, Back>>(parent_, back_, name_, true);
   }
 
-  void check_root() const override {
+  void check_parent_as_root() const override {
     const auto& meta = parent_.autograd_meta();
-    if (meta && meta->view) return meta->view->check_root();
     if (parent_.is_view())
       throw Error(
           "et: a result that requires grad is written into a view of a view that was made under et::NoGradGuard "
@@ -123,9 +137,7 @@ class ViewLinkOf final : public ViewLink {
     check_no_internal_overlap(parent_.shape(), parent_.strides());
   }
 
-  void record_root_write(Region region, std::shared_ptr<Node> write) const override {
-    const auto& meta = parent_.autograd_meta();
-    if (meta && meta->view) return meta->view->record_root_write(std::move(region), std::move(write));
+  void record_parent_write(Region region, std::shared_ptr<Node> write) const override {
 #if !defined(ET_DEVICE_COMPILER)
     if constexpr (D::is_cuda) throw_cuda_view_needs_nvcc("a write into a view");
     else
