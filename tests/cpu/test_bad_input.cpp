@@ -3,9 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <et/et.hpp>
+#include <et/nn.hpp>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
@@ -83,4 +86,101 @@ TEST_CASE("a reduction's axis error names the operation and the shape", "[errors
   CHECK_THROWS_WITH(et::sum(x, 2), Contains("et: sum: axis 2 is out of range for shape [2, 3] of rank 2"));
   CHECK_THROWS_WITH(et::max(x, -3), Contains("max") && Contains("[2, 3]") && Contains("axes -2 to 1"));
   CHECK(et::sum(x, -1).to_vector() == std::vector<float>{3, 3});
+}
+
+// Issue 47: the same kind of inputs, found by a second probe under ASan and UBSan.
+
+TEST_CASE("load_state checks each entry's bytes against its shape before copying any", "[errors][safetensors]") {
+  et::nn::Linear<float, et::Cpu> layer(et::cpu, 3, 2, 1);  // weight [2, 3], bias [2]
+  const auto weight = layer.weight.to_vector();
+  auto file = et::nn::state_of(layer);
+  for (const std::size_t size : {std::size_t{1000}, std::size_t{4}, std::size_t{0}}) {
+    CAPTURE(size);
+    file.tensors.at("weight").bytes.assign(size, 0);
+    CHECK_THROWS_WITH(et::nn::load_state(layer, file, "memory"),
+                      Contains("\"weight\" in memory has " + std::to_string(size) + " bytes") &&
+                          Contains("F32 [2, 3] needs 24"));
+    CHECK(layer.weight.to_vector() == weight);  // untouched
+  }
+  file.tensors.at("weight").bytes.assign(24, 0);
+  et::nn::load_state(layer, file, "memory");
+  CHECK(layer.weight.to_vector() == std::vector<float>(6, 0.0f));
+}
+
+TEST_CASE("loading a directory is an et::Error naming it", "[errors][safetensors]") {
+  et::nn::Linear<float, et::Cpu> layer(et::cpu, 3, 2, 1);
+  const std::string directory = std::filesystem::temp_directory_path().string();
+  CHECK_THROWS_WITH(et::nn::load(layer, directory), Contains("et: cannot read " + directory));
+  CHECK_THROWS_AS(et::io::read_safetensors(directory), et::Error);
+}
+
+TEST_CASE("a safetensors shape past 64 bits of bytes says so, reading and writing", "[errors][safetensors]") {
+  const std::string header = R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,2],"data_offsets":[0,0]}})";
+  std::vector<unsigned char> bytes(8);
+  const std::uint64_t n = header.size();
+  std::memcpy(bytes.data(), &n, 8);
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  CHECK_THROWS_WITH(et::io::parse_safetensors(bytes, "f.safetensors"),
+                    Contains("its shape [4294967296, 4294967296, 2] of F32 needs more bytes than fit in 64 bits"));
+  // 2^62 elements fit in 64 bits, their 2^64 bytes do not: once they wrapped to 0 and
+  // matched an empty entry.
+  et::io::SafeTensorsFile file;
+  file.tensors["w"] = {"F32", {std::int64_t{1} << 62}, {}};
+  CHECK_THROWS_WITH(et::io::serialize_safetensors(file), Contains("tensor \"w\" has 0 bytes, not its shape's"));
+}
+
+TEST_CASE("pooling with a padding whose double overflows is the padding's ShapeError", "[errors][conv]") {
+  const auto x = et::ones<float>(et::cpu, {1, 1, 4, 4});
+  CHECK_THROWS_WITH(et::max_pool2d(x, {.kernel = {3, 3}, .padding = {int64_max, 0}}),
+                    Contains("padding must be non-negative and at most half the kernel"));
+  CHECK_THROWS_WITH(et::avg_pool2d(x, {.kernel = {2, 2}, .padding = {0, int64_max / 2 + 1}}), Contains("at most half"));
+  CHECK(et::max_pool2d(x, {.kernel = {3, 3}, .stride = {1, 1}, .padding = {1, 1}}).shape() == et::Shape<4>{1, 1, 4, 4});
+}
+
+TEST_CASE("int64 sums that overflow wrap around (as in PyTorch), not undefined behaviour", "[errors][index][scan]") {
+  const std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+  const auto big = et::full<std::int64_t>(et::cpu, {2}, int64_max);
+  CHECK(et::cumsum(big, 0).to_vector() == std::vector<std::int64_t>{int64_max, -2});
+  const auto at_zero = et::zeros<std::int64_t>(et::cpu, {2});
+  CHECK(et::scatter_add(big, 0, at_zero, big).to_vector() == std::vector<std::int64_t>{int64_max - 2, int64_max});
+  const auto low = et::full<std::int32_t>(et::cpu, {2}, std::numeric_limits<std::int32_t>::min());
+  CHECK(et::scatter_add(low, 0, at_zero.slice(0, 0, 1), low.slice(0, 0, 1)).to_vector() ==
+        std::vector<std::int32_t>{0, std::numeric_limits<std::int32_t>::min()});
+  CHECK(et::cumsum(et::full<std::int64_t>(et::cpu, {2}, lowest), 0).to_vector() ==
+        std::vector<std::int64_t>{lowest, 0});
+}
+
+TEST_CASE("an empty shape with huge extents has strides without overflow", "[errors][creation]") {
+  const auto empty = et::empty<float>(et::cpu, {int64_max, 2, 0});
+  CHECK(empty.numel() == 0);
+  CHECK(empty.strides() == std::array<std::int64_t, 3>{2, 1, 1});
+  CHECK(et::empty<float>(et::cpu, {2, int64_max, 0}).numel() == 0);
+}
+
+TEST_CASE("cast to an integer saturates out-of-range values and gives 0 for NaN", "[errors][dtypes]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto x =
+      et::from_vector(et::cpu, std::vector<float>{inf, -inf, std::nanf(""), 1e10f, -1e10f, 2.9f, -2.9f}, {7});
+  const std::int32_t i32_max = std::numeric_limits<std::int32_t>::max();
+  const std::int32_t i32_min = std::numeric_limits<std::int32_t>::min();
+  const std::int64_t i64_min = std::numeric_limits<std::int64_t>::min();
+  CHECK(et::eval(et::cast<std::int32_t>(x)).to_vector() ==
+        std::vector<std::int32_t>{i32_max, i32_min, 0, i32_max, i32_min, 2, -2});
+  CHECK(et::eval(et::cast<std::int64_t>(x)).to_vector() ==
+        std::vector<std::int64_t>{int64_max, i64_min, 0, 10000000000, -10000000000, 2, -2});
+  const auto d = et::from_vector(et::cpu, std::vector<double>{2147483647.5, -2147483648.5, 9.3e18, -9.3e18}, {4});
+  CHECK(et::eval(et::cast<std::int32_t>(d)).to_vector() ==
+        std::vector<std::int32_t>{i32_max, i32_min, i32_max, i32_min});
+  CHECK(et::eval(et::cast<std::int64_t>(d)).to_vector() ==
+        std::vector<std::int64_t>{2147483647, -2147483648, int64_max, i64_min});
+  const auto h = et::eval(et::cast<et::half>(et::from_vector(et::cpu, std::vector<float>{inf, std::nanf("")}, {2})));
+  CHECK(et::eval(et::cast<std::int32_t>(h)).to_vector() == std::vector<std::int32_t>{i32_max, 0});
+  CHECK(et::eval(et::cast<bool>(x)).to_vector() == std::vector<bool>{true, true, true, true, true, true, true});
+}
+
+TEST_CASE("mse_loss of an undefined tensor says so", "[errors][undefined]") {
+  const et::Tensor<float, 1, et::Cpu> u;
+  const auto x = et::ones<float>(et::cpu, {3});
+  CHECK_THROWS_WITH(et::nn::mse_loss(u, x), Contains("mse_loss") && Contains("undefined (default-constructed) tensor"));
+  CHECK_THROWS_WITH(et::nn::mse_loss(x, u), Contains("mse_loss") && Contains("undefined"));
 }

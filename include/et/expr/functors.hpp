@@ -12,6 +12,7 @@
 
 #include <math.h>
 
+#include <limits>
 #include <type_traits>
 
 #include "et/config.hpp"
@@ -300,11 +301,24 @@ struct Where {
   }
 };
 /// Converts to U and goes on in U's compute type: cast<half>(x) rounds x to half precision.
+/// A floating value cast to an integer type truncates toward zero; NaN gives 0 and values
+/// past the type's range its nearest limit (C++ leaves both undefined; CUDA's conversions
+/// and PyTorch on CUDA saturate alike), on every device.
 template <class U>
 struct Cast {
   template <class... Ts>
   using element_type = U;
-  template <class A> ET_HD compute_t<U> operator()(A a) const { return compute_t<U>(static_cast<U>(a)); }
+  template <class A> ET_HD compute_t<U> operator()(A a) const {
+    if constexpr (std::is_floating_point_v<A> && std::is_integral_v<U> && !std::is_same_v<U, bool>) {
+      static_assert(std::is_signed_v<U>, "et: Cast<U>'s saturation assumes a signed U; give an unsigned U its own bounds");
+      // 2^31 or 2^63: U's max + 1 and -min, exact in float and double.
+      constexpr A limit = A(-static_cast<double>(std::numeric_limits<U>::min()));
+      if (!(a == a)) return U(0);
+      if (a >= limit) return std::numeric_limits<U>::max();
+      if (a <= -limit) return std::numeric_limits<U>::min();
+    }
+    return compute_t<U>(static_cast<U>(a));
+  }
   template <int K, class R, class A> ET_HD static R partial(R, A) { return R(1); }
 };
 

@@ -75,6 +75,13 @@ inline std::size_t dtype_size(const std::string& dtype) {
   throw Error("et: " + path + " is not a valid safetensors file: " + problem);
 }
 
+/// "[2, 3]"
+inline std::string format_extents(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t d = 0; d < shape.size(); ++d) text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + "]";
+}
+
 inline std::uint64_t element_count(const std::vector<std::int64_t>& shape, bool& overflow) {
   std::uint64_t count = 1;
   for (const std::int64_t extent : shape) {
@@ -130,7 +137,10 @@ inline SafeTensorsFile parse_safetensors(const std::vector<unsigned char>& file,
     bool overflow = false;
     const std::uint64_t count = detail::element_count(tensor.shape, overflow);
     std::uint64_t bytes = 0;
-    if (overflow || __builtin_mul_overflow(count, element_size, &bytes) || begin > end || end - begin != bytes)
+    if (overflow || __builtin_mul_overflow(count, element_size, &bytes))
+      detail::bad_file(path, what + "its shape " + detail::format_extents(tensor.shape) + " of " + tensor.dtype +
+                                 " needs more bytes than fit in 64 bits");
+    if (begin > end || end - begin != bytes)
       detail::bad_file(path, what + "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
                                  "] do not hold its shape's " + std::to_string(count) + " elements of " +
                                  tensor.dtype);
@@ -160,7 +170,9 @@ inline std::vector<unsigned char> serialize_safetensors(const SafeTensorsFile& f
     const std::size_t element_size = detail::dtype_size(entry.second.dtype);
     if (element_size == 0) throw Error("et: safetensors has no dtype \"" + entry.second.dtype + "\"");
     bool overflow = false;
-    if (detail::element_count(entry.second.shape, overflow) * element_size != entry.second.bytes.size() || overflow)
+    std::uint64_t bytes = 0;
+    if (__builtin_mul_overflow(detail::element_count(entry.second.shape, overflow), element_size, &bytes) ||
+        overflow || bytes != entry.second.bytes.size())
       throw Error("et: safetensors: tensor \"" + entry.first + "\" has " + std::to_string(entry.second.bytes.size()) +
                   " bytes, not its shape's");
     order.push_back(&entry);
@@ -205,7 +217,12 @@ inline std::vector<unsigned char> serialize_safetensors(const SafeTensorsFile& f
 inline SafeTensorsFile read_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("et: cannot open " + path + " to read: " + std::strerror(errno));
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<unsigned char> bytes;
+  try {  // libstdc++'s filebuf throws where read() fails (a directory: EISDIR)
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure&) {
+    throw Error("et: cannot read " + path + ": " + std::strerror(errno));
+  }
   if (in.bad()) throw Error("et: cannot read " + path + ": " + std::strerror(errno));
   return parse_safetensors(bytes, path);
 }

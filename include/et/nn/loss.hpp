@@ -46,6 +46,9 @@ Tensor<T, 0, D> mse_loss(const Tensor<T, R, D>& prediction, const Tensor<T, R, D
   static_assert(et::detail::is_floating_v<T>, "et: mse_loss needs floating-point tensors");
   [[maybe_unused]] et::detail::same_devices<D, DT> check;  // et: operands on ... cannot meet
   if constexpr (et::detail::devices_agree_v<D, DT>) {
+    if (!prediction.defined() || !target.defined())
+      throw Error(std::string("et: mse_loss: the ") + (prediction.defined() ? "target" : "prediction") +
+                  " is an undefined (default-constructed) tensor");
     if (prediction.shape() != target.shape())
       throw ShapeError("et: mse_loss: the prediction has shape " + format_shape(prediction.shape()) +
                        " but the target has shape " + format_shape(target.shape()));

@@ -43,9 +43,7 @@ std::vector<std::int64_t> shape_vector(const Shape& shape) {
 }
 
 inline std::string describe(const std::string& dtype, const std::vector<std::int64_t>& shape) {
-  std::string out = dtype + " [";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
+  return dtype + " " + io::detail::format_extents(shape);
 }
 
 }  // namespace detail
@@ -76,7 +74,7 @@ void save(const M& module, const std::string& path, const std::map<std::string, 
 
 /// Copies the tensors of `file` into the module's tensors of the same names (`source`
 /// names the file in messages). Throws et::Error naming the first tensor that is missing
-/// or has another dtype or shape, before anything is written.
+/// or has another dtype, shape or byte count, before anything is written.
 template <HasMembers M>
 void load_state(M& module, const io::SafeTensorsFile& file, const std::string& source, const LoadOptions& options = {}) {
   std::size_t matched = 0;
@@ -90,6 +88,12 @@ void load_state(M& module, const io::SafeTensorsFile& file, const std::string& s
       throw Error("et: load: \"" + name + "\" in " + source + " is " +
                   detail::describe(found->second.dtype, found->second.shape) + ", the module's is " +
                   detail::describe(detail::safetensors_dtype<T>(), detail::shape_vector(t.shape())));
+    // A SafeTensorsFile built in memory need not hold its shape's bytes (a parsed file does).
+    const auto needed = static_cast<std::size_t>(t.numel()) * sizeof(T);
+    if (found->second.bytes.size() != needed)
+      throw Error("et: load: \"" + name + "\" in " + source + " has " + std::to_string(found->second.bytes.size()) +
+                  " bytes; " + detail::describe(found->second.dtype, found->second.shape) + " needs " +
+                  std::to_string(needed));
     if (!t.is_contiguous()) throw Error("et: load: the module's \"" + name + "\" is not contiguous");
     ++matched;
   });

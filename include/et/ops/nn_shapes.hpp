@@ -170,7 +170,7 @@ inline PoolGeometry pool_geometry(const char* operation, const Shape<4>& input, 
   for (int d = 0; d < 2; ++d) {
     if (options.stride[d] < 0)
       throw fail("stride must be positive, or 0 for the kernel's extent, got " + format_shape(options.stride));
-    if (options.padding[d] < 0 || 2 * options.padding[d] > options.kernel[d])
+    if (options.padding[d] < 0 || options.padding[d] > options.kernel[d] / 2)  // 2 * padding may overflow
       throw fail("padding must be non-negative and at most half the kernel, got padding " +
                  format_shape(options.padding) + " for kernel " + format_shape(options.kernel));
   }

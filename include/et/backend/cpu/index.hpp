@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <type_traits>
 
 #include "et/backend/backend.hpp"
 #include "et/backend/cpu/elementwise.hpp"
@@ -14,18 +15,30 @@
 
 namespace et::detail::cpu_backend {
 
+/// a + b; signed integers wrap around on overflow as PyTorch's sums do, through unsigned
+/// arithmetic (a signed overflow is undefined behaviour).
+template <class A>
+A wrapping_add(A a, A b) {
+  if constexpr (std::is_integral_v<A> && std::is_signed_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    return static_cast<A>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return a + b;
+  }
+}
+
 template <class T, int R>
 void scatter_add_into(Backend, T* out, const std::int64_t* index, const T* src, const ScatterGeometry<R>& g) {
   for (std::int64_t i = 0; i < g.count; ++i) {
     std::int64_t at_index = 0, at_src = 0, at_out = 0;
     g.offsets(i, at_index, at_src, at_out);
     T& target = out[at_out + index[at_index] * g.axis_stride];
-    target = static_cast<T>(static_cast<compute_t<T>>(target) + static_cast<compute_t<T>>(src[at_src]));
+    target = static_cast<T>(wrapping_add(static_cast<compute_t<T>>(target), static_cast<compute_t<T>>(src[at_src])));
   }
 }
 
 /// Inclusive sums along each of `rows` rows of `length` elements (contiguous), added in
-/// double (floating types) or int64.
+/// double (floating types) or int64 (wrapping around).
 template <class T, class Out>
 void cumsum_rows(Backend, const T* in, Out* out, std::int64_t rows, std::int64_t length) {
   using Acc = std::conditional_t<is_floating_v<T>, double, std::int64_t>;
@@ -33,7 +46,7 @@ void cumsum_rows(Backend, const T* in, Out* out, std::int64_t rows, std::int64_t
   for (std::int64_t r = 0; r < rows; ++r) {
     Acc sum = 0;
     for (std::int64_t j = r * length; j < (r + 1) * length; ++j) {
-      sum += static_cast<Acc>(static_cast<compute_t<T>>(in[j]));
+      sum = wrapping_add(sum, static_cast<Acc>(static_cast<compute_t<T>>(in[j])));
       out[j] = static_cast<Out>(static_cast<compute_t<Out>>(sum));
     }
   }
