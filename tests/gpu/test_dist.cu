@@ -132,8 +132,9 @@ TEST_CASE("a collective that one rank never joins aborts after the timeout", "[d
 // The job ends together. Each case below ends the job on purpose, so each is hidden and run
 // alone by scripts/gpu-check, which checks that mpirun ends within seconds, failing, with a
 // message that names the rank.
-TEST_CASE("a rank killed in the middle of collectives ends the job", "[.peer-death]") {
+TEST_CASE("a rank killed in the middle of collectives ends the job", "[.peer-death][multi-rank]") {
   const auto& pg = *group;
+  REQUIRE(pg.size() >= 2);
   auto t = et::ones<float>(et::cuda<0>, {1 << 20});
   for (int step = 0;; ++step) {
     if (pg.rank() == 1 && step == 20) std::raise(SIGKILL);  // no goodbye, no exit handlers
@@ -142,8 +143,9 @@ TEST_CASE("a rank killed in the middle of collectives ends the job", "[.peer-dea
   }
 }
 
-TEST_CASE("a rank that leaves while the others wait for it ends the job", "[.peer-leave]") {
+TEST_CASE("a rank that leaves while the others wait for it ends the job", "[.peer-leave][multi-rank]") {
   const auto& pg = *group;
+  REQUIRE(pg.size() >= 2);
   auto t = et::ones<float>(et::cuda<0>, {1 << 20});
   if (pg.rank() == 1) std::exit(3);  // its group says goodbye at exit; the others wait in vain
   for (;;) {

@@ -110,7 +110,7 @@ template <class Call>
 void run_collective(const char* what, const ProcessGroup& pg, Call&& call) {
   const ncclComm_t comm = pg.native();
   const et::detail::CudaCall on(pg.device(), what);
-  call(comm, on.stream());
+  pg.host_wait(what, [&] { call(comm, on.stream()); });
   pg.watch(what, on.stream());
 }
 

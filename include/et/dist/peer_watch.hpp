@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -127,7 +128,8 @@ class PeerWatch {
     }
   };
 
-  void say_goodbye() const {
+  void say_goodbye() {
+    left_.store(true);
     const char bye = 'B';
     for (const auto& peer : peers_) (void)::send(peer.fd(), &bye, 1, MSG_NOSIGNAL);
   }
@@ -139,6 +141,7 @@ class PeerWatch {
   }
 
   void depart(int rank, bool died) {
+    if (left_.load()) return;  // this rank said goodbye: what follows is the others going too
     const Departure d{rank, died, detail::Clock::now()};
     {
       std::lock_guard lock(mutex_);
@@ -212,6 +215,7 @@ class PeerWatch {
   mutable std::mutex mutex_;
   std::vector<int> gone_;
   std::optional<Departure> first_;
+  std::atomic<bool> left_{false};
 };
 
 }  // namespace et::dist

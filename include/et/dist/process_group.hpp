@@ -194,8 +194,15 @@ class ProcessGroup {
   /// meanwhile ends this one rather than leave it waiting.
   std::vector<std::string> exchange(const std::string& bytes) const {
     (void)native();
-    const detail::Watchdog::Exchange watched(*state_->watchdog);
+    const detail::Watchdog::Exchange watched(*state_->watchdog, "an exchange");
     return state_->boot->all_gather(bytes);
+  }
+  /// Runs `call`, an NCCL call that may wait on the host for the other ranks, watched as
+  /// an exchange is (`what`: a string literal).
+  template <class Call>
+  void host_wait(const char* what, Call&& call) const {
+    const detail::Watchdog::Exchange watched(*state_->watchdog, what);
+    call();
   }
 
   /// A group over `boot`'s processes on `device`; init() is the usual way.
@@ -215,6 +222,11 @@ class ProcessGroup {
     const std::string root = s.boot->all_gather(mine)[0];
     if (root.size() != sizeof id) throw Error("et: dist: rank 0 sent no NCCL id (is every rank the same program?)");
     std::memcpy(&id, root.data(), sizeof id);
+    // Every connection at init, none made lazily inside a later collective, where the host
+    // would wait for a peer in the NCCL call itself (NCCL 2.22+ connects at first use by
+    // default): a collective then only queues work, and the watchdog sees what waits.
+    // A value the user set stays.
+    ::setenv("NCCL_RUNTIME_CONNECT", "0", 0);
     {
       et::detail::DeviceGuard guard(device);
       ncclComm_t comm = nullptr;

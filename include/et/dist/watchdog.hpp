@@ -1,7 +1,8 @@
 // The watch over a process group's pending work: each collective's end on its stream is
 // marked by an event, and each host exchange through the bootstrap is counted. A thread
 // looks every 50 ms; it calls the group's `stuck` with a message when
-//   - a collective did not complete within the timeout (a rank never joined it), or
+//   - a collective (or a host wait for the other ranks) did not complete within the
+//     timeout (a rank never joined it), or
 //   - a rank left or died (dist/peer_watch.hpp) and this rank still waits, 2 s later, for
 //     a collective or an exchange that rank can no longer join.
 // The group (dist/process_group.hpp) then aborts the communicator, which ends the GPU work
@@ -64,11 +65,18 @@ class Watchdog {
     pending_.push_back({done, what, std::chrono::steady_clock::now()});
   }
 
-  /// While one lives, this rank waits on the host for the other ranks (a bootstrap exchange).
+  /// While one lives, this rank's host waits for the other ranks: in a bootstrap exchange,
+  /// or in an NCCL call that first connects to its peers (`what`, a string literal).
   class Exchange {
    public:
-    explicit Exchange(Watchdog& w) : w_(w) { w_.exchanges_.fetch_add(1); }
-    ~Exchange() { w_.exchanges_.fetch_sub(1); }
+    Exchange(Watchdog& w, const char* what) : w_(w) {
+      std::lock_guard lock(w_.mutex_);
+      if (w_.exchanges_++ == 0) w_.exchange_what_ = what, w_.exchange_since_ = std::chrono::steady_clock::now();
+    }
+    ~Exchange() {
+      std::lock_guard lock(w_.mutex_);
+      --w_.exchanges_;
+    }
     Exchange(const Exchange&) = delete;
     Exchange& operator=(const Exchange&) = delete;
 
@@ -97,7 +105,7 @@ class Watchdog {
       (void)cudaGetLastError();
       break;
     }
-    const char* waiting_for = !pending_.empty() ? pending_.front().what : exchanges_.load() > 0 ? "an exchange" : nullptr;
+    const char* waiting_for = !pending_.empty() ? pending_.front().what : exchanges_ > 0 ? exchange_what_ : nullptr;
     if (!waiting_for) return {};
     if (const auto gone = peers_ ? peers_->departed() : std::nullopt; gone && now - gone->when >= departure_grace) {
       gone_ = true;
@@ -106,7 +114,8 @@ class Watchdog {
              " while rank " + std::to_string(rank_) + " waits for it in " + waiting_for +
              "; the communicator was aborted";
     }
-    if (!pending_.empty() && now - pending_.front().since >= timeout_)
+    const auto since = !pending_.empty() ? pending_.front().since : exchange_since_;
+    if (now - since >= timeout_)
       return std::string("et: dist: ") + waiting_for + " on rank " + std::to_string(rank_) +
              " did not complete within " + std::to_string(timeout_.count()) +
              " ms (did every rank call it, with the same tensors?); the communicator was aborted, and this "
@@ -135,7 +144,9 @@ class Watchdog {
   std::condition_variable wake_;
   std::deque<Pending> pending_;
   std::vector<cudaEvent_t> idle_;  ///< recorded and completed: free for the next collective
-  std::atomic<int> exchanges_{0};
+  int exchanges_ = 0;  ///< host waits in progress (guarded by mutex_, as the two below)
+  const char* exchange_what_ = nullptr;
+  std::chrono::steady_clock::time_point exchange_since_;
   bool gone_ = false;
   bool stop_ = false;
   std::thread thread_;  ///< last: started once the rest is built
