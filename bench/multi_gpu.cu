@@ -10,7 +10,7 @@
 //       a process per GPU: et::dist::all_reduce of 1, 16 and 256 MB of floats (with the
 //       default shape check across ranks, and without) beside ncclAllReduce on the same
 //       communicator; FCN-S alone on each rank's GPU, then with DistributedDataParallel, at
-//       64 and at 512 rows a rank.
+//       64 and at 512 rows a rank; DDP and ShardedDataParallel (ZeRO stage 1) with Adam.
 //
 // Limits: an all-reduce's is NCCL's own call on the same data ("nccl direct"), and bus
 // bandwidth is reported as nccl-tests does (bytes * 2 (n - 1) / n / time). A multi-GPU
@@ -200,6 +200,35 @@ int ranks(const std::string& json, int reps) {
     rows.push_back({"fcn-s fp32 DDP", group + " x " + rows_text, us, t1, "1 GPU step",
                     format("scaling %.2fx of %.0f", double(n) * t1 / us, double(n)) +
                         format("; host queues a step in %.0f us", host) +
+                        format("; first loss %.6f (1 GPU: %.6f)", first, want),
+                    close(first, want)});
+  }
+  // ZeRO stage 1 (ShardedDataParallel) against DDP, both with Adam, whose two moments the
+  // shards split among the ranks.
+  {
+    const fcn::Sizes sizes;
+    const auto mine = fcn::synthetic_batch(et::cuda<0>, sizes, 7 + std::uint64_t(pg.rank()));
+    auto state_mb = [](const auto& params) {
+      double n = 0;
+      for (const auto& p : params) n += double(p.numel());
+      return 2 * 4 * n / 1e6;  // m and v, float
+    };
+    auto ddp_model = fcn::make_model(et::cuda<0>, sizes);
+    et::nn::DistributedDataParallel ddp(ddp_model, pg);
+    et::optim::Adam ddp_opt(ddp.parameters(), {.lr = 1e-4});
+    const double ddp_us = step_us([&] { return fcn::train_step(ddp, ddp_opt, mine); }, reps);
+    rows.push_back({"fcn-s fp32 DDP, Adam", group + " x 64 rows", ddp_us, 0, "",
+                    format("Adam state %.0f MB a GPU", state_mb(ddp.parameters())), true});
+    auto zero_model = fcn::make_model(et::cuda<0>, sizes);
+    et::nn::ShardedDataParallel sdp(zero_model, pg);
+    et::optim::Adam zero_opt(sdp.parameters(), {.lr = 1e-4});
+    const double first = fcn::train_step(sdp, zero_opt, mine).item();
+    auto reference = fcn::make_model(et::cuda<0>, sizes);
+    const double want = et::nn::cross_entropy(reference(mine.x), mine.labels).item();
+    const double zero_us = step_us([&] { return fcn::train_step(sdp, zero_opt, mine); }, reps);
+    rows.push_back({"fcn-s fp32 ShardedDataParallel, Adam", group + " x 64 rows", zero_us, ddp_us, "DDP Adam step",
+                    format("%.2fx DDP's step", zero_us / ddp_us) +
+                        format("; Adam state %.0f MB a GPU", state_mb(sdp.parameters())) +
                         format("; first loss %.6f (1 GPU: %.6f)", first, want),
                     close(first, want)});
   }

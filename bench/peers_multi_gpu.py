@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/multi_gpu.cu's workloads in PyTorch, for scripts/bench-all's table (peer "torch eager"):
 
-    dataparallel   torch.nn.DataParallel of FCN-S over every GPU seen, 64 rows per GPU, fp32
+    dataparallel   FCN-S on cuda:0 alone (64 rows), then torch.nn.DataParallel of it over every
+                   GPU seen, 64 rows per GPU, fp32
                    (TF32 off), SGD(lr=0.01); the model on cuda:0, as et::nn::DataParallel's
     ddp            a process per GPU (torch.multiprocessing, NCCL, TCP rendezvous on
                    127.0.0.1): torch.distributed.all_reduce of 1, 16 and 256 MB of floats, and
@@ -39,6 +40,9 @@ def fcn_step(torch, model, x, labels, opt):
 def dataparallel(torch, reps, add):
     n = torch.cuda.device_count()
     model, x, labels, _ = make(torch, "cuda:0")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)  # the one-GPU step the scalings divide
+    add("fcn-s fp32 step, 1 GPU", "64 rows", median_us(fcn_step(torch, model, x, labels, opt), warmup=3, reps=reps,
+                                                       **torch_timer(torch)))
     x, labels = x.repeat(n, 1), labels.repeat(n)
     dp = torch.nn.DataParallel(model, device_ids=list(range(n)))
     opt = torch.optim.SGD(dp.parameters(), lr=0.01)
