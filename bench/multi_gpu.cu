@@ -80,6 +80,16 @@ double step_us(Step step, int reps) {
   return bench::steady_median_us([&] { (void)step(); }, 1.0, reps, 4);
 }
 
+/// Median microseconds per call of `launch` (timed in groups of `iters`) after a fixed
+/// number of warm-up calls: every rank of a job must issue the same collectives, so no
+/// rank may warm up for a time of its own (bench::steady_median_us).
+template <class Launch>
+double rank_median_us(Launch launch, int reps, int iters) {
+  for (int i = 0; i < 3 * iters; ++i) launch();
+  ET_CUDA_CHECK(cudaDeviceSynchronize());
+  return bench::timed_median_us(launch, reps, iters);
+}
+
 /// Median microseconds the host takes to queue one step onto idle GPUs (every device
 /// synchronized first): a step whose host time reaches its GPU time is bound by the host.
 template <class Step>
@@ -164,9 +174,9 @@ int ranks(const std::string& json, int reps) {
       ET_NCCL_CHECK(ncclAllReduce(t.data(), t.data(), std::size_t(count), ncclFloat32, ncclSum, pg.native(),
                                   bench::stream()));
     };
-    const double direct = bench::steady_median_us(run_nccl, 0.5, reps, 5);
-    const double checked = bench::steady_median_us(run_et, 0.5, reps, 5);
-    const double plain = bench::steady_median_us(run_unchecked, 0.5, reps, 5);
+    const double direct = rank_median_us(run_nccl, reps, 5);
+    const double checked = rank_median_us(run_et, reps, 5);
+    const double plain = rank_median_us(run_unchecked, reps, 5);
     // Sum check: ones summed over n ranks, many times: reset, one call, read.
     t = 1.0f;
     run_et();
@@ -187,7 +197,7 @@ int ranks(const std::string& json, int reps) {
     const auto mine = fcn::synthetic_batch(et::cuda<0>, sizes, 7 + std::uint64_t(pg.rank()));
     auto single = fcn::make_model(et::cuda<0>, sizes);
     et::optim::SGD single_opt(single.parameters(), {.lr = 0.01});
-    const double t1 = step_us([&] { return fcn::train_step(single, single_opt, mine); }, reps);
+    const double t1 = rank_median_us([&] { (void)fcn::train_step(single, single_opt, mine); }, reps, 4);
     rows.push_back({"fcn-s fp32 step, 1 GPU of a rank", rows_text, t1, 0, "", "", true});
     auto model = fcn::make_model(et::cuda<0>, sizes);
     et::nn::DistributedDataParallel ddp(model, pg);
@@ -195,7 +205,7 @@ int ranks(const std::string& json, int reps) {
     const double first = fcn::train_step(ddp, opt, mine).item();  // this rank's loss, before any step
     auto reference = fcn::make_model(et::cuda<0>, sizes);
     const double want = et::nn::cross_entropy(reference(mine.x), mine.labels).item();
-    const double us = step_us([&] { return fcn::train_step(ddp, opt, mine); }, reps);
+    const double us = rank_median_us([&] { (void)fcn::train_step(ddp, opt, mine); }, reps, 4);
     const double host = host_us([&] { return fcn::train_step(ddp, opt, mine); }, reps);
     rows.push_back({"fcn-s fp32 DDP", group + " x " + rows_text, us, t1, "1 GPU step",
                     format("scaling %.2fx of %.0f", double(n) * t1 / us, double(n)) +
@@ -216,7 +226,7 @@ int ranks(const std::string& json, int reps) {
     auto ddp_model = fcn::make_model(et::cuda<0>, sizes);
     et::nn::DistributedDataParallel ddp(ddp_model, pg);
     et::optim::Adam ddp_opt(ddp.parameters(), {.lr = 1e-4});
-    const double ddp_us = step_us([&] { return fcn::train_step(ddp, ddp_opt, mine); }, reps);
+    const double ddp_us = rank_median_us([&] { (void)fcn::train_step(ddp, ddp_opt, mine); }, reps, 4);
     rows.push_back({"fcn-s fp32 DDP, Adam", group + " x 64 rows", ddp_us, 0, "",
                     format("Adam state %.0f MB a GPU", state_mb(ddp.parameters())), true});
     auto zero_model = fcn::make_model(et::cuda<0>, sizes);
@@ -225,7 +235,7 @@ int ranks(const std::string& json, int reps) {
     const double first = fcn::train_step(sdp, zero_opt, mine).item();
     auto reference = fcn::make_model(et::cuda<0>, sizes);
     const double want = et::nn::cross_entropy(reference(mine.x), mine.labels).item();
-    const double zero_us = step_us([&] { return fcn::train_step(sdp, zero_opt, mine); }, reps);
+    const double zero_us = rank_median_us([&] { (void)fcn::train_step(sdp, zero_opt, mine); }, reps, 4);
     rows.push_back({"fcn-s fp32 ShardedDataParallel, Adam", group + " x 64 rows", zero_us, ddp_us, "DDP Adam step",
                     format("%.2fx DDP's step", zero_us / ddp_us) +
                         format("; Adam state %.0f MB a GPU", state_mb(sdp.parameters())) +

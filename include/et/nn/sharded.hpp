@@ -17,9 +17,11 @@
 // views of the model's parameters with the reduced gradients as their grad(). After the
 // optimizer's step, the next forward all-gathers the pieces into every rank's model (once
 // after each backward: a step taken without a backward before it stays on its rank).
-// Every parameter must get a gradient in every backward (the next forward names those that
-// did not). The buffer costs one copy of the parameters' size per GPU; the optimizer's state
-// is 1/N of DDP's.
+// Once copied into the buffer, the model's own gradients are dropped (the reduced gradient
+// of this rank's shard is what its optimizer reads; gradients do not accumulate over
+// backwards here). Every parameter must get a gradient in every backward (the next forward
+// names those that did not). The buffer costs one copy of the parameters' size per GPU;
+// the optimizer's state is 1/N of DDP's.
 #pragma once
 
 #include <cstdint>
@@ -167,7 +169,8 @@ class ShardedDataParallel {
         for (const std::size_t k : buckets.members()[b]) {
           const auto g = params[k].grad();
           flat.slice(0, offset[k], offset[k] + g.numel()).copy_(g);
-          et::detail::note_stream_uses(g);
+          et::detail::note_stream_uses(g);  // its memory waits for the copy before reuse
+          params[k].clear_grad();           // reduced: the next backward starts anew
         }
         const std::size_t piece = std::size_t(bucket_piece[b]);
         T* base = flat.data() + bucket_at[b];
