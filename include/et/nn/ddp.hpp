@@ -41,11 +41,38 @@ struct DdpOptions {
   double bucket_mb = 25;
 };
 
+namespace detail {
+
+/// The optimizer parameter, element and device types of a module's parameters().
 template <class M>
-class DistributedDataParallel {
+struct ParameterTypes {
   using Param = typename decltype(std::declval<const M&>().parameters())::value_type;
   using T = typename std::remove_cvref_t<decltype(std::declval<Param>().data())>::value_type;
   using D = typename std::remove_cvref_t<decltype(std::declval<Param>().data())>::device_type;
+};
+
+/// What a replicating wrapper does first: every rank takes rank 0's parameters, then each
+/// parameter's completed gradient calls `state->gradient_ready(k)` (the state owns the
+/// hooks, so it is alive while one runs).
+template <class State>
+void replicate_from_rank0(const std::shared_ptr<State>& state, const dist::ProcessGroup& pg) {
+  for (const auto& p : state->params) {
+    auto values = p.data();
+    dist::broadcast(values, 0, pg);
+    p.note_write();
+  }
+  State* s = state.get();
+  for (std::size_t k = 0; k != s->params.size(); ++k)
+    s->params[k].add_grad_hook({state, [s, k] { s->gradient_ready(k); }});
+}
+
+}  // namespace detail
+
+template <class M>
+class DistributedDataParallel {
+  using Param = typename detail::ParameterTypes<M>::Param;
+  using T = typename detail::ParameterTypes<M>::T;
+  using D = typename detail::ParameterTypes<M>::D;
   static_assert(D::is_cuda, "et: DistributedDataParallel replicates a module on CUDA devices (one per process)");
 
  public:
@@ -53,15 +80,7 @@ class DistributedDataParallel {
   /// parameters to every rank, then averages the gradients of every backward.
   DistributedDataParallel(M& module, const dist::ProcessGroup& pg, DdpOptions options = {})
       : module_(&module), state_(std::make_shared<State>(pg, module.parameters(), options.bucket_mb)) {
-    State& s = *state_;
-    for (const Param& p : s.params) {
-      auto values = p.data();
-      dist::broadcast(values, 0, pg);
-      p.note_write();
-    }
-    State* state = state_.get();  // alive while a hook runs: it is the hooks' owner
-    for (std::size_t k = 0; k != s.params.size(); ++k)
-      s.params[k].add_grad_hook({state_, [state, k] { state->gradient_ready(k); }});
+    detail::replicate_from_rank0(state_, pg);
   }
 
   /// The wrapped module's forward, after checking the last backward reduced everything.

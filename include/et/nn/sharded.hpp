@@ -32,6 +32,7 @@
 
 #include "et/dist/collectives.hpp"
 #include "et/nn/buckets.hpp"
+#include "et/nn/ddp.hpp"
 #include "et/nn/module.hpp"
 #include "et/optim/parameter.hpp"
 #include "et/runtime/stream.hpp"
@@ -69,9 +70,9 @@ struct ShardSource final : optim::detail::Source<T, D> {
 
 template <class M>
 class ShardedDataParallel {
-  using Param = typename decltype(std::declval<const M&>().parameters())::value_type;
-  using T = typename std::remove_cvref_t<decltype(std::declval<Param>().data())>::value_type;
-  using D = typename std::remove_cvref_t<decltype(std::declval<Param>().data())>::device_type;
+  using Param = typename detail::ParameterTypes<M>::Param;
+  using T = typename detail::ParameterTypes<M>::T;
+  using D = typename detail::ParameterTypes<M>::D;
   static_assert(D::is_cuda, "et: ShardedDataParallel replicates a module on CUDA devices (one per process)");
 
  public:
@@ -79,15 +80,7 @@ class ShardedDataParallel {
   /// parameters to every rank and lays out the shards.
   ShardedDataParallel(M& module, const dist::ProcessGroup& pg, ShardedOptions options = {})
       : module_(&module), state_(std::make_shared<State>(pg, module.parameters(), options.bucket_mb)) {
-    State& s = *state_;
-    for (const Param& p : s.params) {
-      auto values = p.data();
-      dist::broadcast(values, 0, pg);
-      p.note_write();
-    }
-    State* state = state_.get();  // alive while a hook runs: it is the hooks' owner
-    for (std::size_t k = 0; k != s.params.size(); ++k)
-      s.params[k].add_grad_hook({state_, [state, k] { state->gradient_ready(k); }});
+    detail::replicate_from_rank0(state_, pg);
   }
 
   /// The wrapped module's forward, after the updated shards were gathered into it.
