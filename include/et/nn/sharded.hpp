@@ -24,6 +24,7 @@
 // the optimizer's state is 1/N of DDP's.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,6 +35,7 @@
 #include "et/nn/buckets.hpp"
 #include "et/nn/ddp.hpp"
 #include "et/nn/module.hpp"
+#include "et/ops/creation.hpp"
 #include "et/optim/parameter.hpp"
 #include "et/runtime/stream.hpp"
 
