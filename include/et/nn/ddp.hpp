@@ -66,6 +66,32 @@ void replicate_from_rank0(const std::shared_ptr<State>& state, const dist::Proce
     s->params[k].add_grad_hook({state, [s, k] { s->gradient_ready(k); }});
 }
 
+/// The communication stream of a replicating wrapper: each bucket's work runs on it after
+/// what the device's current stream queued so far (the gradients it reads); after the
+/// backward's last bucket the current stream waits for it, so step() reads the result.
+template <class D>
+struct CommStream {
+  Stream<D> stream = Stream<D>::create();
+  Event<D> ready, done;
+
+  /// Runs `queue()` with `stream` current, ordered after the current stream's work, and
+  /// counts the bucket; after the backward's last one, the current stream waits for
+  /// everything queued on `stream`. Returns whether that was the last.
+  template <class Queue>
+  bool run(Queue&& queue, GradientBuckets& buckets) {
+    ready.record(current_stream(D{}));
+    stream.wait(ready);
+    {
+      StreamGuard<D> guard(stream);
+      queue();
+    }
+    if (!buckets.launched_last()) return false;
+    done.record(stream);
+    current_stream(D{}).wait(done);
+    return true;
+  }
+};
+
 }  // namespace detail
 
 template <class M>
@@ -123,8 +149,7 @@ class DistributedDataParallel {
     std::vector<Param> params;
     detail::GradientBuckets buckets;
     bool sync = true;
-    Stream<D> comm = Stream<D>::create();
-    Event<D> ready, done;
+    detail::CommStream<D> comm;
 
     void gradient_ready(std::size_t k) {
       if (!sync) return;
@@ -137,10 +162,7 @@ class DistributedDataParallel {
         buckets.launched_last();
         return;
       }
-      ready.record(current_stream(D{}));
-      comm.wait(ready);
-      {
-        StreamGuard<D> guard(comm);
+      comm.run([&] {
         std::vector<Tensor<T, 1, D>> grads;
         for (const std::size_t m : members) grads.push_back(params[m].grad());
         for (const auto& g : grads) et::detail::note_stream_uses(g);  // not reused before the all-reduce ends
@@ -151,11 +173,7 @@ class DistributedDataParallel {
                                         ncclAvg, c, s));
           ET_NCCL_CHECK(ncclGroupEnd());
         });
-      }
-      if (buckets.launched_last()) {  // the backward's last bucket: step() reads after it
-        done.record(comm);
-        current_stream(D{}).wait(done);
-      }
+      }, buckets);
     }
   };
 

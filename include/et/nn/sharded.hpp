@@ -146,8 +146,7 @@ class ShardedDataParallel {
     Tensor<T, 1, D> flat;
     std::vector<optim::Parameter<T, D>> shard;
     bool reduced = false;  ///< a backward reduced the gradients since the last gather
-    Stream<D> comm = Stream<D>::create();
-    Event<D> ready, done;
+    detail::CommStream<D> comm;
 
     void gradient_ready(std::size_t k) {
       if (const auto b = buckets.complete(0, k)) reduce(*b);
@@ -156,10 +155,7 @@ class ShardedDataParallel {
     /// Bucket b's gradients, complete on the current stream, copied into the buffer and
     /// reduce-scattered on `comm`: this rank's piece then holds their average.
     void reduce(std::size_t b) {
-      ready.record(current_stream(D{}));
-      comm.wait(ready);
-      {
-        StreamGuard<D> guard(comm);
+      const bool last = comm.run([&] {
         NoGradGuard no_grad;
         for (const std::size_t k : buckets.members()[b]) {
           const auto g = params[k].grad();
@@ -173,12 +169,8 @@ class ShardedDataParallel {
           ET_NCCL_CHECK(ncclReduceScatter(base, base + piece * std::size_t(pg.rank()), piece,
                                           dist::detail::nccl_type<T>(), ncclAvg, c, s));
         });
-      }
-      if (buckets.launched_last()) {  // the backward's last bucket: step() reads after it
-        done.record(comm);
-        current_stream(D{}).wait(done);
-        reduced = true;
-      }
+      }, buckets);
+      if (last) reduced = true;
     }
 
     /// Every rank's pieces into every rank's parameters, once after each backward (every
