@@ -318,9 +318,13 @@ class Tensor : public detail::ExprTag {
     if (!autograd_) autograd_ = std::make_shared<detail::AutogradMeta<T, Rank, D>>();
     return *autograd_;
   }
-  /// Internal: counts an in-place write (version counter, autograd/meta.hpp).
+  /// Internal: counts an in-place write, in this handle's autograd state (shared with its
+  /// views, autograd/meta.hpp) and in the storage (shared with every handle over it,
+  /// runtime/version.hpp).
   void note_write() const noexcept {
     if (autograd_) autograd_->version->value.fetch_add(1, std::memory_order_relaxed);
+    if (detail::VersionCounter* data = detail::storage_version(storage_))
+      data->value.fetch_add(1, std::memory_order_relaxed);
   }
 
   // --- Views -------------------------------------------------------------------------

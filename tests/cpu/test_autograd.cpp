@@ -156,6 +156,7 @@ TEST_CASE("each op family's backward notices a saved tensor written in place", "
   SECTION("fused expressions and reductions") { test::check_fused_and_reduction_versions<Cpu>(); }
   SECTION("softmax, log_softmax, logsumexp") { test::check_softmax_versions<Cpu>(); }
   SECTION("conv2d, max_pool2d, cross_entropy") { test::check_nn_versions<Cpu>(); }
+  SECTION("inputs that need no gradient, written through any handle") { test::check_untracked_versions<Cpu>(); }
 }
 
 namespace {

@@ -2,7 +2,8 @@
 // records an operation, writes in place into a tensor the operation saved for its backward
 // (a leaf under NoGradGuard, as an optimizer step does, or a result, whose write is
 // recorded), and expects the backward to throw an et::Error that names the operation.
-// Inputs that need no gradient have no autograd state and are not tracked (docs/design.md).
+// Inputs that need no gradient are tracked too: the count is kept with the data, so a write
+// through any handle over it is seen (check_untracked_versions; docs/design.md).
 #pragma once
 
 #include <et/et.hpp>
@@ -133,6 +134,78 @@ void check_nn_versions() {
   const auto loss = et::nn::cross_entropy(logits, et::from_vector(et::cpu, std::vector<std::int64_t>{0, 2}, {2}).to(D{}));
   step(logits);
   expect_modified(loss, "cross_entropy");
+}
+
+/// The same plain double tensor as version_leaf, not requiring grad (no autograd state).
+template <class D, std::size_t R>
+et::Tensor<double, int(R), D> plain_tensor(const std::array<std::int64_t, R>& shape) {
+  auto t = version_leaf<D>(shape).detach();
+  return et::Tensor<double, int(R), D>(t.storage(), t.offset(), t.shape(), t.strides());  // a fresh handle
+}
+
+/// Inputs that do not require grad, written after an operation saved them, through the same
+/// handle, a copy made before, a view, or a handle that shares only the storage; and the
+/// writes that must stay allowed (into other data, or before the operation).
+template <class D>
+void check_untracked_versions() {
+  using S2 = std::array<std::int64_t, 2>;
+  using S4 = std::array<std::int64_t, 4>;
+  for (int how = 0; how < 4; ++how) {
+    CAPTURE(how);
+    auto a = plain_tensor<D>(S2{2, 3});
+    auto alias = a;  // a copy of the handle, made before anything was recorded
+    auto b = version_leaf<D>(S2{3, 2});
+    REQUIRE_FALSE(a.requires_grad());
+    const et::Tensor<double, 2, D> h = et::matmul(a, b);
+    if (how == 0) a += 1.0;
+    if (how == 1) alias += 1.0;
+    if (how == 2) a.slice(0, 1, 2) = 0.0;
+    if (how == 3) {
+      auto raw = et::Tensor<double, 2, D>(a.storage(), a.offset(), a.shape(), a.strides());
+      raw *= 2.0;
+    }
+    expect_modified(et::sum(h), "matmul");
+  }
+  // The ReLU layer's input (linear-layer node) and a fused expression's plain operand.
+  {
+    auto x = plain_tensor<D>(S2{1, 2});
+    auto w = version_leaf<D>(S2{2, 1});
+    const et::Tensor<double, 2, D> y = et::relu(et::matmul(x, w));
+    x += 1.0;
+    expect_modified(et::sum(y), "linear layer");
+    auto c = plain_tensor<D>(S2{2, 2});
+    auto d = version_leaf<D>(S2{2, 2});
+    const et::Tensor<double, 2, D> e = c * d;
+    c.slice(1, 0, 1) = 5.0;
+    expect_modified(et::sum(e), "an assignment");
+  }
+  // conv2d's input when only the weight requires grad.
+  {
+    auto x = plain_tensor<D>(S4{1, 1, 3, 3});
+    auto w = version_leaf<D>(S4{1, 1, 2, 2});
+    const auto y = et::conv2d(x, w);
+    x += 1.0;
+    expect_modified(et::sum(y), "conv2d");
+  }
+  // sort's indices, returned to the caller and kept by the backward: writing them is seen.
+  {
+    auto x = version_leaf<D>(S2{2, 3});
+    auto [values, indices] = et::sort(x, 1, true);
+    indices = std::int64_t(0);
+    expect_modified(et::sum(values * values), "sort");
+  }
+  // Writes that must not be reported: into data the operation did not save, or before it.
+  {
+    auto a = plain_tensor<D>(S2{2, 3});
+    auto other = plain_tensor<D>(S2{2, 3});
+    a += 1.0;
+    auto b = version_leaf<D>(S2{3, 2});
+    const et::Tensor<double, 2, D> h = et::matmul(a, b);
+    other += 1.0;
+    CHECK_NOTHROW(et::sum(h).backward());
+    // a + 1 = 1.5, 2, 2.5 / 3, 3.5, 4: b's gradient is the column sums of a.
+    CHECK(b.grad().to(et::cpu).to_vector() == std::vector<double>{4.5, 4.5, 5.5, 5.5, 6.5, 6.5});
+  }
 }
 
 }  // namespace test

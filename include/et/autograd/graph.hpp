@@ -186,21 +186,35 @@ Tensor<T, R, D> saved_before_write(const Tensor<T, R, D>& t, const Out* overwrit
   return saved_data(t.clone());
 }
 
-/// The version of t's data a node saw when it saved t (0 for a tensor without autograd
-/// state: those are not tracked, see docs/design.md).
+/// The versions of t's data a node saw when it saved t: the count of its autograd state
+/// (shared with its views; none for a handle without one) and the count of its storage
+/// (runtime/version.hpp: every write through any handle over the data reaches it). The
+/// storage's is held weakly: the node's saved tensors, not its versions, keep data alive.
 struct SavedVersion {
   std::shared_ptr<VersionCounter> counter;
-  std::uint64_t seen = 0;
+  std::weak_ptr<VersionCounter> data;
+  std::uint64_t seen = 0, data_seen = 0;
 
   template <class T, int R, class D>
   static SavedVersion of(const Tensor<T, R, D>& t) {
-    const auto& meta = t.autograd_meta();
-    if (!meta) return {};
-    return {meta->version, meta->version->value.load(std::memory_order_relaxed)};
+    SavedVersion out;
+    if (const auto& meta = t.autograd_meta()) {
+      out.counter = meta->version;
+      out.seen = meta->version->value.load(std::memory_order_relaxed);
+    }
+    if (VersionCounter* version = storage_version(t.storage())) {
+      out.data = std::shared_ptr<VersionCounter>(t.storage(), version);
+      out.data_seen = version->value.load(std::memory_order_relaxed);
+    }
+    return out;
   }
   void check(const Node& node) const {
-    if (!counter) return;
-    const std::uint64_t now = counter->value.load(std::memory_order_relaxed);
+    if (counter) check(node, seen, counter->value.load(std::memory_order_relaxed));
+    if (const auto version = data.lock()) check(node, data_seen, version->value.load(std::memory_order_relaxed));
+  }
+
+ private:
+  static void check(const Node& node, std::uint64_t seen, std::uint64_t now) {
     if (now != seen)
       throw Error("et: a tensor that the backward of " + node.name() +
                   " needs was modified in place after it was recorded (version " + std::to_string(seen) + ", now " +

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "et/device.hpp"
+#include "et/runtime/version.hpp"
 #include "et/types.hpp"
 
 namespace et {
@@ -115,12 +116,6 @@ struct Node {
   }
 };
 
-/// Counts in-place writes to a tensor and to its views (shared by them). A recorded
-/// operation notes the versions of the tensors it saved and its backward checks them.
-struct VersionCounter {
-  std::atomic<std::uint64_t> value{0};
-};
-
 /// Where a view made in grad mode came from (autograd/views.hpp): its parent tensor and how
 /// its gradient goes back to it. A write into the view, or into any tensor sharing its
 /// storage, changes the version of the data; the view then takes its history anew from its
@@ -205,6 +200,8 @@ struct AutogradMeta {
   std::shared_ptr<Node> grad_fn;
   /// A leaf's gradient accumulator while a graph uses it (graph.hpp).
   std::weak_ptr<Node> accumulator;
+  /// Counts in-place writes to this tensor and to its views (shared by them); the storage
+  /// keeps a count of its own (runtime/version.hpp), which every handle over it reaches.
   std::shared_ptr<VersionCounter> version = std::make_shared<VersionCounter>();
   /// Set for a view made in grad mode.
   std::shared_ptr<ViewLink> view;

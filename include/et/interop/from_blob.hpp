@@ -23,8 +23,10 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "et/config.hpp"
@@ -82,8 +84,14 @@ Tensor<T, int(N), D> adopt(const char* operation, D, T* data, const std::array<s
                        " at axis " + std::to_string(d) + " (strides " + format_shape(strides) + ")");
   storage_bytes(shape, strides, sizeof(T), operation);
   check_foreign_pointer<T, D>(data, count, operation);
-  std::shared_ptr<void> storage(static_cast<void*>(data),
-                                [deleter = std::forward<Deleter>(deleter)](void* p) { deleter(static_cast<T*>(p)); });
+  using Release = std::decay_t<Deleter>;
+  std::function<void(void*)> release;
+  if constexpr (std::is_copy_constructible_v<Release>) {
+    release = [deleter = std::forward<Deleter>(deleter)](void* p) { deleter(static_cast<T*>(p)); };
+  } else {  // std::function copies what it holds: a move-only deleter is held through a pointer
+    release = [held = std::make_shared<Release>(std::forward<Deleter>(deleter))](void* p) { (*held)(static_cast<T*>(p)); };
+  }
+  std::shared_ptr<void> storage(static_cast<void*>(data), ForeignBlock{std::move(release), {}});
   return Tensor<T, int(N), D>(std::move(storage), 0, shape, strides);
 }
 

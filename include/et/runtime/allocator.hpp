@@ -31,6 +31,7 @@
 
 #include "et/runtime/faults.hpp"
 #include "et/runtime/stream.hpp"
+#include "et/runtime/version.hpp"
 
 namespace et {
 
@@ -91,6 +92,16 @@ DeviceCounters& counters_of() {
 /// copy from a GPU, pays for every fault).
 inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
 
+/// The deleter of a host block (allocate_host).
+struct HostBlock {
+  std::size_t bytes, alignment;
+  VersionCounter version;
+  void operator()(void* p) const {
+    ::operator delete(p, std::align_val_t{alignment});
+    counters(-1).remove(bytes);
+  }
+};
+
 inline std::shared_ptr<void> allocate_host(std::size_t bytes) {
   if (bytes == 0) return {};
   check_injected_fault(bytes, [] { return "cpu"; });
@@ -103,10 +114,7 @@ inline std::shared_ptr<void> allocate_host(std::size_t bytes) {
                       static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * page, "the host allocator refused it");
   }
   counters(-1).add(bytes);
-  return std::shared_ptr<void>(ptr, [bytes, alignment](void* p) {
-    ::operator delete(p, std::align_val_t{alignment});
-    counters(-1).remove(bytes);
-  });
+  return std::shared_ptr<void>(ptr, HostBlock{bytes, alignment, {}});
 }
 
 #if defined(ET_HAS_CUDA_RUNTIME)
@@ -189,6 +197,7 @@ struct CudaBlock {
   cudaStream_t stream;                ///< allocated on; freed on
   std::vector<cudaStream_t> used_on;  ///< other streams that used it
   SpinLock lock;
+  VersionCounter version;
 
   void note(cudaStream_t other) {
     if (other == stream) return;
@@ -247,6 +256,7 @@ inline CaptureArena::~CaptureArena() {
 struct ArenaBlock {
   std::shared_ptr<CaptureArena> arena;
   std::size_t bytes;
+  VersionCounter version;
   void operator()(void*) { counters(arena->device).remove(bytes); }
 };
 
@@ -298,7 +308,7 @@ inline std::shared_ptr<void> allocate_cuda(int device, std::size_t bytes) {
     arena->bytes += bytes;
     counters(device).extra_reserved.fetch_add(bytes, std::memory_order_relaxed);
     counters(device).add(bytes);
-    return std::shared_ptr<void>(ptr, ArenaBlock{arena, bytes});
+    return std::shared_ptr<void>(ptr, ArenaBlock{arena, bytes, {}});
   }
   const cudaMemPool_t pool = device_pool(device);
   const cudaStream_t stream = current_stream_handle(device);
@@ -317,7 +327,7 @@ inline std::shared_ptr<void> allocate_cuda(int device, std::size_t bytes) {
   }
   ET_CUDA_CHECK(status);
   counters(device).add(bytes);
-  return std::shared_ptr<void>(ptr, CudaBlock{device, bytes, stream, {}, {}});
+  return std::shared_ptr<void>(ptr, CudaBlock{device, bytes, stream, {}, {}, {}});
 }
 #endif
 

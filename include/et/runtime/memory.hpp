@@ -34,6 +34,21 @@ inline void enable_peer_access(int device, int peer) {
 }
 #endif
 
+/// The version counter of the data in `storage` (runtime/version.hpp), kept by its
+/// deleter; null for empty storage and for storage made outside etensor's allocators and
+/// from_blob (a shared_ptr a user handed to Tensor's storage constructor).
+inline VersionCounter* storage_version(const std::shared_ptr<void>& storage) noexcept {
+  if (!storage) return nullptr;
+  if (auto* block = std::get_deleter<HostBlock>(storage)) return &block->version;
+#if defined(ET_HAS_CUDA_RUNTIME)
+  if (auto* block = std::get_deleter<CudaBlock>(storage)) return &block->version;
+  if (auto* block = std::get_deleter<ArenaBlock>(storage)) return &block->version;
+#endif
+  if (auto* block = std::get_deleter<PinnedBlock>(storage)) return &block->version;
+  if (auto* block = std::get_deleter<ForeignBlock>(storage)) return &block->version;
+  return nullptr;
+}
+
 /// Allocates `bytes` on device `device` (-1: the CPU).
 inline std::shared_ptr<void> allocate_bytes(int device, std::size_t bytes) {
   if (device < 0) return allocate_host(bytes);

@@ -44,6 +44,7 @@ inline std::size_t pinned_block_size(std::size_t bytes) {
 struct PinnedBlock {
   std::size_t bytes;
   bool page_locked;  ///< false: no GPU in this process, plain host memory
+  VersionCounter version;
 #if defined(ET_HAS_CUDA_RUNTIME)
   std::vector<std::pair<cudaStream_t, cudaEvent_t>> pending;  ///< the latest copy per stream
   std::atomic<bool> has_pending{false};
