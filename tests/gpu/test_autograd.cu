@@ -3,6 +3,7 @@
 // is ONE kernel for all of its inputs, plus one reduction per broadcast input; a stack of
 // linear layers backpropagates through cuBLASLt calls alone.
 #include "../cpu/autograd_cases.hpp"
+#include "../cpu/version_cases.hpp"
 #include "cupti_counter.hpp"
 
 #include <et/et.hpp>
@@ -36,6 +37,13 @@ TEST_CASE("GPU: gradients of views and copies", "[autograd]") { test::check_view
 TEST_CASE("GPU: gradients of matmul", "[autograd][matmul]") { test::check_matmul_gradients<Gpu>(); }
 TEST_CASE("GPU: gradients of linear layers", "[autograd][matmul]") { test::check_linear_gradients<Gpu>(); }
 TEST_CASE("GPU: gradients of conv2d and pooling", "[autograd][conv]") { test::check_nn_gradients<Gpu>(); }
+TEST_CASE("GPU: each op family's backward notices a saved tensor written in place", "[autograd][version]") {
+  SECTION("matmul and linear layers") { test::check_matmul_versions<Gpu>(); }
+  SECTION("fused expressions and reductions") { test::check_fused_and_reduction_versions<Gpu>(); }
+  SECTION("softmax, log_softmax, logsumexp") { test::check_softmax_versions<Gpu>(); }
+  SECTION("conv2d, max_pool2d, cross_entropy") { test::check_nn_versions<Gpu>(); }
+  SECTION("inputs that need no gradient, written through any handle") { test::check_untracked_versions<Gpu>(); }
+}
 
 TEST_CASE("GPU: the backward of a fused expression is one kernel for all its inputs", "[autograd][cupti]") {
   const std::int64_t n = 1 << 20;
