@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "../cpu/reference.hpp"
@@ -120,6 +121,14 @@ TEST_CASE("cumsum, sort and topk on cuda:0 (CUB) give the CPU's values", "[scan]
   CHECK(et::sort(with_nan.to(et::cuda<0>), 0).indices.to(et::cpu).to_vector() == std::vector<std::int64_t>{2, 0, 3, 1});
   CHECK(et::sort(with_nan.to(et::cuda<0>), 0, true).indices.to(et::cpu).to_vector() ==
         std::vector<std::int64_t>{1, 3, 0, 2});
+  // int64 sums that overflow wrap around as on the CPU (added as uint64: no undefined behaviour).
+  const std::int64_t top = std::numeric_limits<std::int64_t>::max(), bottom = std::numeric_limits<std::int64_t>::min();
+  CHECK(et::cumsum(et::full<std::int64_t>(et::cuda<0>, {2}, top), 0).to(et::cpu).to_vector() ==
+        std::vector<std::int64_t>{top, -2});
+  CHECK(et::cumsum(et::full<std::int64_t>(et::cuda<0>, {2}, bottom), 0).to(et::cpu).to_vector() ==
+        std::vector<std::int64_t>{bottom, 0});
+  CHECK(et::cumsum(et::full<std::int32_t>(et::cuda<0>, {3}, -1), 0).to(et::cpu).to_vector() ==
+        std::vector<std::int64_t>{-1, -2, -3});
   // -0 equals +0 (ties keep their order), as on the CPU; CUB alone would put -0 first.
   const auto zeros = et::from_vector(et::cpu, std::vector<float>{0.0f, -0.0f, 0.0f, -1.0f}, {4});
   CHECK(et::sort(zeros.to(et::cuda<0>), 0).indices.to(et::cpu).to_vector() == std::vector<std::int64_t>{3, 0, 1, 2});

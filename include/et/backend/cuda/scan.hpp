@@ -39,7 +39,9 @@ void run_cub(Run run) {
 template <int I, class T, class Out>
 void cumsum_rows(Backend<I>, const T* in, Out* out, std::int64_t rows, std::int64_t length) {
   const CudaCall call(I, "cumsum");
-  using Acc = std::conditional_t<is_floating_v<T>, compute_t<T>, std::int64_t>;
+  // Integers add in uint64, which wraps around as PyTorch's int64 sums do (a signed overflow
+  // is undefined behaviour); the sums are converted back to int64, two's complement.
+  using Acc = std::conditional_t<is_floating_v<T>, compute_t<T>, std::uint64_t>;
   const auto keys = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0), kernels::RowOf{length});
   const auto values = thrust::make_transform_iterator(in, kernels::ConvertTo<Acc>{});
   auto sums = [&] {
