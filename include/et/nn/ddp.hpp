@@ -39,6 +39,9 @@ namespace et::nn {
 struct DdpOptions {
   /// About how many megabytes of gradients each all-reduce launch takes.
   double bucket_mb = 25;
+  /// The all-reduces run on a stream of the GPU's highest priority, so that their blocks
+  /// start ahead of the backward's queued ones (false: normal priority, as PyTorch's DDP).
+  bool high_priority_comm = true;
 };
 
 namespace detail {
@@ -71,7 +74,10 @@ void replicate_from_rank0(const std::shared_ptr<State>& state, const dist::Proce
 /// backward's last bucket the current stream waits for it, so step() reads the result.
 template <class D>
 struct CommStream {
-  Stream<D> stream = Stream<D>::create();
+  explicit CommStream(bool high_priority)
+      : stream(Stream<D>::create(high_priority ? StreamPriority::high : StreamPriority::normal)) {}
+
+  Stream<D> stream;
   Event<D> ready, done;
 
   /// Runs `queue()` with `stream` current, ordered after the current stream's work, and
@@ -105,7 +111,7 @@ class DistributedDataParallel {
   /// Wraps `module` (kept by reference: it must outlive this object): broadcasts rank 0's
   /// parameters to every rank, then averages the gradients of every backward.
   DistributedDataParallel(M& module, const dist::ProcessGroup& pg, DdpOptions options = {})
-      : module_(&module), state_(std::make_shared<State>(pg, module.parameters(), options.bucket_mb)) {
+      : module_(&module), state_(std::make_shared<State>(pg, module.parameters(), options)) {
     detail::replicate_from_rank0(state_, pg);
   }
 
@@ -141,9 +147,11 @@ class DistributedDataParallel {
 
  private:
   struct State {
-    State(const dist::ProcessGroup& group, std::vector<Param> list, double bucket_mb)
-        : pg(group), params(std::move(list)), buckets(detail::parameter_bytes(params), bucket_mb * 1024 * 1024, 1,
-                                                      "DistributedDataParallel") {}
+    State(const dist::ProcessGroup& group, std::vector<Param> list, const DdpOptions& options)
+        : pg(group),
+          params(std::move(list)),
+          buckets(detail::parameter_bytes(params), options.bucket_mb * 1024 * 1024, 1, "DistributedDataParallel"),
+          comm(options.high_priority_comm) {}
 
     dist::ProcessGroup pg;
     std::vector<Param> params;

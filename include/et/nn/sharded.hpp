@@ -44,6 +44,8 @@ namespace et::nn {
 struct ShardedOptions {
   /// About how many megabytes of gradients each reduce-scatter takes.
   double bucket_mb = 25;
+  /// The reduce-scatters run on a stream of the GPU's highest priority (DdpOptions').
+  bool high_priority_comm = true;
 };
 
 namespace detail {
@@ -81,7 +83,7 @@ class ShardedDataParallel {
   /// Wraps `module` (kept by reference: it must outlive this object): broadcasts rank 0's
   /// parameters to every rank and lays out the shards.
   ShardedDataParallel(M& module, const dist::ProcessGroup& pg, ShardedOptions options = {})
-      : module_(&module), state_(std::make_shared<State>(pg, module.parameters(), options.bucket_mb)) {
+      : module_(&module), state_(std::make_shared<State>(pg, module.parameters(), options)) {
     detail::replicate_from_rank0(state_, pg);
   }
 
@@ -112,9 +114,11 @@ class ShardedDataParallel {
   };
 
   struct State {
-    State(const dist::ProcessGroup& group, std::vector<Param> list, double bucket_mb)
-        : pg(group), params(std::move(list)),
-          buckets(detail::parameter_bytes(params), bucket_mb * 1024 * 1024, 1, "ShardedDataParallel") {
+    State(const dist::ProcessGroup& group, std::vector<Param> list, const ShardedOptions& options)
+        : pg(group),
+          params(std::move(list)),
+          buckets(detail::parameter_bytes(params), options.bucket_mb * 1024 * 1024, 1, "ShardedDataParallel"),
+          comm(options.high_priority_comm) {
       const std::int64_t n = pg.size(), me = pg.rank();
       std::int64_t at = 0;
       offset.resize(params.size());

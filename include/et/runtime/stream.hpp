@@ -167,7 +167,7 @@ class CudaCall {
 /// the next create() on that device takes it again.
 struct StreamPool {
   std::mutex mutex;
-  std::vector<cudaStream_t> idle[max_cuda_devices];
+  std::vector<cudaStream_t> idle[2][max_cuda_devices];  ///< by priority (StreamPriority), then device
 };
 inline StreamPool& stream_pool() {
   static StreamPool* pool = new StreamPool;  // never destroyed: handles may outlive static destruction
@@ -192,6 +192,11 @@ class Event;
 template <Device D>
 float elapsed_ms(const Event<D>& start, const Event<D>& end);
 
+/// How a stream's kernels are scheduled against other streams' on a GPU: `high` for work
+/// that others wait for, such as a gradient all-reduce running beside the backward (its
+/// blocks then start ahead of queued compute blocks: CUDA's stream priorities).
+enum class StreamPriority { normal, high };
+
 /// A queue of work on device D. Copies are handles to the same stream.
 template <Device D>
 class Stream;
@@ -202,7 +207,7 @@ template <Device D>
   requires(!D::is_cuda)
 class Stream<D> {
  public:
-  static Stream create() { return {}; }
+  static Stream create(StreamPriority = StreamPriority::normal) { return {}; }
   void synchronize() const {}
   void wait(const Event<D>&) const {}
   bool query() const { return true; }
@@ -214,26 +219,30 @@ class Stream<D> {
 template <int I>
 class Stream<Cuda<I>> {
  public:
-  /// A new stream on device I (non-blocking: it never waits for the legacy stream 0).
-  static Stream create() {
+  /// A new stream on device I (non-blocking: it never waits for the legacy stream 0), of
+  /// the device's normal or greatest priority.
+  static Stream create(StreamPriority priority = StreamPriority::normal) {
     detail::check_device_index(I);
     auto& pool = detail::stream_pool();
+    const auto level = static_cast<std::size_t>(priority == StreamPriority::high);
     cudaStream_t stream = nullptr;
     {
       std::lock_guard lock(pool.mutex);
-      if (!pool.idle[I].empty()) {
-        stream = pool.idle[I].back();
-        pool.idle[I].pop_back();
+      if (!pool.idle[level][I].empty()) {
+        stream = pool.idle[level][I].back();
+        pool.idle[level][I].pop_back();
       }
     }
     if (!stream) {
       detail::DeviceGuard guard(I);
-      ET_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      int least = 0, greatest = 0;
+      ET_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      ET_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, level ? greatest : least));
     }
-    return Stream(stream, std::shared_ptr<void>(stream, [](void* s) {
+    return Stream(stream, std::shared_ptr<void>(stream, [level](void* s) {
                     auto& idle = detail::stream_pool();
                     std::lock_guard lock(idle.mutex);
-                    idle.idle[I].push_back(static_cast<cudaStream_t>(s));
+                    idle.idle[level][I].push_back(static_cast<cudaStream_t>(s));
                   }));
   }
 
