@@ -150,7 +150,8 @@ ChildRun run_this_executable(const std::vector<std::string>& arguments, const st
   ChildRun run;
   const auto deadline = std::chrono::steady_clock::now() + limit;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       run.timed_out = true;
       kill(pid, SIGKILL);
@@ -254,7 +255,8 @@ TEST_CASE("a kernel that traps surfaces as et::CudaError in its process, which k
   }();
   const auto close_to_expected = [&](const std::vector<float>& got) {
     std::size_t wrong = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) wrong += std::fabs(got[i] - expected[i]) > 1e-5 * (1 + std::fabs(expected[i]));
+    for (std::size_t i = 0; i < got.size(); ++i)
+      wrong += std::fabs(got[i] - expected[i]) > 1e-5 * (1 + std::fabs(expected[i]));
     return got.size() == expected.size() && wrong == 0;
   };
   CHECK(close_to_expected(et::eval(et::tanh(x) * 0.5f + x).to_vector()));
