@@ -28,14 +28,10 @@
 // OpenMP team (between the partial results of one reduction, say), which TSan could not
 // judge here anyway; the CPU unit tests check those results against references.
 //
-// Left out: several threads' backward() through graphs that share a leaf, at the same
-// time. run_graph (autograd/graph.hpp) writes Node::graph_consumers of every node it
-// reaches, the shared leaf's AccumulateGrad included, without a lock: TSan reports that
-// write racing with the same write of another thread's backward (reported to the lead,
-// issue 47). Until it is fixed those backward passes take turns (shared_backward_turn);
-// everything else about those graphs, their recording and their freeing, runs at once. The
-// turns also keep the accumulators' lock (AccumulateGrad::apply) from being tested here:
-// with the race fixed, the turn goes and the exact gradients check that lock too.
+// Several threads' backward() through graphs that share a leaf run at the same time: the
+// exact gradients check the accumulators' lock (AccumulateGrad::apply), and TSan the
+// engine's bookkeeping (Node::graph_consumers, a plain int written by every backward until
+// this test found the race, issue 47).
 #include <et/data/loader.hpp>
 #include <et/et.hpp>
 
@@ -108,7 +104,6 @@ struct Shared {
   et::Tensor<float, 2, Cpu> table;  // [64, 16], no gradient; given autograd state before the threads
   et::Tensor<float, 2, Cpu> plain;  // [64, 16], no autograd state: viewed under NoGradGuard only
   std::vector<float> table_values, plain_values;
-  std::mutex shared_backward_turn;  // see the file's comment
 };
 
 /// What a thread adds to the shared leaves' gradients, computed on the host.
@@ -198,10 +193,7 @@ void shared_leaf_graph(Shared& s, Expected& e, int t, int r) {
     }
   const double got = loss.item();
   check(got == want, t, r, describe("the shared-leaf loss ", got, ", expected ", want));
-  {
-    std::lock_guard turn(s.shared_backward_turn);  // see the file's comment
-    loss.backward();
-  }
+  loss.backward();
   // dW = A^T G, db = the column sums of G.
   for (std::int64_t k = 0; k < inner; ++k)
     for (std::int64_t j = 0; j < cols; ++j)

@@ -301,7 +301,7 @@ inline void run_graph(const std::shared_ptr<Node>& root, bool retain) {
       if (inserted) stack.push_back(next.get());
     }
   }
-  for (const auto& [node, count] : consumers) node->graph_consumers = count;
+  for (const auto& [node, count] : consumers) node->graph_consumers.store(count, std::memory_order_relaxed);
   auto later_first = [](const Node* a, const Node* b) { return a->sequence < b->sequence; };
   std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> ready(later_first);
   ready.push(root.get());

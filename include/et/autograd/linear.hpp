@@ -126,8 +126,8 @@ class LinearBackward final : public GradSink<T, 2, D> {
   bool fold_into_producer(const Matrix& dz) {
     auto* producer = dynamic_cast<LinearBackward*>(this->next[0].get());
     if (!producer || producer->activation_ != GemmEpilogue::gelu || !producer->pre_.defined() ||
-        producer->graph_consumers != 1 || producer->gradient.defined() || producer->dz_.defined() ||
-        !a_.is_contiguous())
+        producer->graph_consumers.load(std::memory_order_relaxed) != 1 || producer->gradient.defined() ||
+        producer->dz_.defined() || !a_.is_contiguous())
       return false;
     const bool bias_gradient = producer->next[2] && producer->bias_shape_ && (*producer->bias_shape_)[0] == a_.size(1);
     EpilogueBuffers<T> buffers;

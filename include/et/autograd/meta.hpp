@@ -106,8 +106,9 @@ struct Node {
   /// Set once apply() freed what the node saved (a backward without retain_graph).
   std::atomic<bool> released{false};
   /// The edges into this node from the nodes of the backward now running (set by the
-  /// engine before any node runs): 1 means one consumer sends all of its gradient.
-  int graph_consumers = 0;
+  /// engine before any node runs): 1 means one consumer sends all of its gradient. Atomic:
+  /// backwards of several threads through graphs sharing a leaf set its accumulator's.
+  std::atomic<int> graph_consumers{0};
 
  private:
   static std::uint64_t next_sequence() {
