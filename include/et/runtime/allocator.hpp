@@ -303,7 +303,7 @@ inline std::shared_ptr<void> allocate_cuda(int device, std::size_t bytes) {
       (void)cudaGetLastError();
       throw_cuda_out_of_memory(device, bytes, pool_cached(device));
     }
-    ET_CUDA_CHECK(status);
+    ET_CUDA_CHECK_STATUS(status, "cudaMalloc(&ptr, bytes)");
     arena->blocks.push_back(ptr);
     arena->bytes += bytes;
     counters(device).extra_reserved.fetch_add(bytes, std::memory_order_relaxed);
@@ -325,7 +325,7 @@ inline std::shared_ptr<void> allocate_cuda(int device, std::size_t bytes) {
       throw_cuda_out_of_memory(device, bytes, cached);
     }
   }
-  ET_CUDA_CHECK(status);
+  ET_CUDA_CHECK_STATUS(status, "cudaMallocFromPoolAsync(&ptr, bytes, pool, stream)");
   counters(device).add(bytes);
   return std::shared_ptr<void>(ptr, CudaBlock{device, bytes, stream, {}, {}, {}});
 }

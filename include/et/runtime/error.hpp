@@ -78,12 +78,14 @@ namespace et::detail {
 }  // namespace et::detail
 
 /// Checks a CUDA runtime call; on failure throws et::CudaError naming the call.
-#define ET_CUDA_CHECK(call)                                                            \
+#define ET_CUDA_CHECK(call) ET_CUDA_CHECK_STATUS((call), #call)
+/// The same for the status of a call made earlier (inspected first), named by `call_text`.
+#define ET_CUDA_CHECK_STATUS(status, call_text)                                        \
   do {                                                                                 \
-    const cudaError_t et_status_ = (call);                                             \
+    const cudaError_t et_status_ = (status);                                           \
     if (et_status_ != cudaSuccess) {                                                   \
       (void)cudaGetLastError(); /* clear a non-sticky error so the process goes on */ \
-      ::et::detail::throw_cuda_error(et_status_, #call, __FILE__, __LINE__);           \
+      ::et::detail::throw_cuda_error(et_status_, call_text, __FILE__, __LINE__);       \
     }                                                                                  \
   } while (0)
 #endif

@@ -29,7 +29,7 @@ inline void enable_peer_access(int device, int peer) {
   if (!possible) return;  // cudaMemcpyPeerAsync then stages through the host
   DeviceGuard guard(device);
   const cudaError_t status = cudaDeviceEnablePeerAccess(peer, 0);
-  if (status != cudaErrorPeerAccessAlreadyEnabled) ET_CUDA_CHECK(status);
+  if (status != cudaErrorPeerAccessAlreadyEnabled) ET_CUDA_CHECK_STATUS(status, "cudaDeviceEnablePeerAccess(peer, 0)");
   (void)cudaGetLastError();
 }
 #endif

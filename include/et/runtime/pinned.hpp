@@ -151,7 +151,7 @@ inline std::shared_ptr<void> allocate_pinned(std::size_t bytes) {
                         static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * page,
                         "the operating system refused to page-lock that much");
     }
-    ET_CUDA_CHECK(status);
+    ET_CUDA_CHECK_STATUS(status, "cudaHostAlloc(&ptr, size, cudaHostAllocPortable)");
     page_locked = true;
     pinned_counters().extra_reserved.fetch_add(size, std::memory_order_relaxed);
   }

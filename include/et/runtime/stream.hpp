@@ -76,14 +76,14 @@ T once_per_device(std::atomic<T> (&slots)[max_cuda_devices], std::mutex& mutex, 
   return value;
 }
 
-/// True when the work a query asked about has finished (cudaErrorNotReady: not yet);
-/// other errors throw et::CudaError.
-inline bool finished(cudaError_t status) {
+/// True when the work a query (`call`) asked about has finished (cudaErrorNotReady: not
+/// yet); other errors throw et::CudaError.
+inline bool finished(cudaError_t status, const char* call) {
   if (status == cudaErrorNotReady) {
     (void)cudaGetLastError();
     return false;
   }
-  ET_CUDA_CHECK(status);
+  ET_CUDA_CHECK_STATUS(status, call);
   return true;
 }
 
@@ -257,7 +257,7 @@ class Stream<Cuda<I>> {
   void wait(const Event<Cuda<I>>& event) const;
 
   /// True when all work queued so far has finished.
-  bool query() const { return detail::finished(cudaStreamQuery(stream_)); }
+  bool query() const { return detail::finished(cudaStreamQuery(stream_), "cudaStreamQuery(stream)"); }
 
   cudaStream_t native() const noexcept { return stream_; }
   Cuda<I> device() const noexcept { return {}; }
@@ -374,7 +374,7 @@ class Event<Cuda<I>> {
   /// True when the recorded work has finished.
   bool query() const {
     require_recorded("query()");
-    return detail::finished(cudaEventQuery(event_));
+    return detail::finished(cudaEventQuery(event_), "cudaEventQuery(event)");
   }
   cudaEvent_t native() const noexcept { return event_; }
 
