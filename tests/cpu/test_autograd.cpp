@@ -157,6 +157,7 @@ TEST_CASE("each op family's backward notices a saved tensor written in place", "
   SECTION("softmax, log_softmax, logsumexp") { test::check_softmax_versions<Cpu>(); }
   SECTION("conv2d, max_pool2d, cross_entropy") { test::check_nn_versions<Cpu>(); }
   SECTION("inputs that need no gradient, written through any handle") { test::check_untracked_versions<Cpu>(); }
+  SECTION("sort's returned indices") { test::check_sort_versions<Cpu>(); }
 }
 
 namespace {

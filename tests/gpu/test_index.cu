@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../cpu/reference.hpp"
+#include "../cpu/version_cases.hpp"
 
 using Catch::Matchers::Contains;
 
@@ -155,4 +156,8 @@ TEST_CASE("gradients through the indexing operations on cuda:0 equal the CPU's",
     return leaf.grad().to(et::cpu);
   };
   check_close(grad_of(et::cuda<0>), grad_of(et::cpu), 1e-12);
+}
+
+TEST_CASE("GPU: writing sort's returned indices is seen by its backward", "[scan][autograd][version]") {
+  test::check_sort_versions<et::Cuda<0>>();
 }
