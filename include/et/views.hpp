@@ -297,8 +297,11 @@ StridedLayout<N> expand_layout(const StridedLayout<R>& from, const std::array<st
 
 /// Throws et::Error when two indices of a layout reach the same element (stride 0 on an
 /// axis of extent > 1, as expand() makes): writing such a tensor would race. Reading is fine.
+/// A tensor of no elements has none that overlap, whatever its strides.
 template <std::size_t R>
 void check_no_internal_overlap(const std::array<std::int64_t, R>& shape, const std::array<std::int64_t, R>& strides) {
+  for (const std::int64_t extent : shape)
+    if (extent == 0) return;
   for (std::size_t d = 0; d != R; ++d) {
     if (shape[d] > 1 && strides[d] == 0)
       throw Error("et: cannot write into a tensor whose elements overlap in memory (shape " + format_shape(shape) +

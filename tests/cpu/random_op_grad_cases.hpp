@@ -62,9 +62,6 @@
 //   to(pinned): the copy node of to(), checked through the host; it needs page-locked memory
 //   cumprod, masked_fill / masked_select, bmm, layer_norm, norm with p != 2: not in the
 //     library (where and rank-3 matmul are)
-// Draws that meet a known library bug are skipped, and the family prints how many, with the
-// bug (OpCase::known_bug): an in-place write into an empty computed tensor, and
-// gelu_tanh(matmul(a, w) + bias) with no output columns.
 //
 //   ET_RANDOM_CASES  cases (default 10000: the CI's quick mode; gpu-check runs more)
 //   ET_RANDOM_SEED   the seed of the run (default 20261123); this family uses it + 9
@@ -321,14 +318,11 @@ class OpEval {
   std::optional<et::NoGradGuard> no_grad_;
 };
 
-/// What an operation may add to the draw: exact values after it (adjust), a test that the
-/// values keep away from its kinks (acceptable; drawn again otherwise), and the known
-/// library bug a draw would meet (known_bug: the case is skipped, and the family prints
-/// how many were, and why).
+/// What an operation may add to the draw: exact values after it (adjust), and a test that
+/// the values keep away from its kinks (acceptable; drawn again otherwise).
 struct OpCase {
   void adjust(OpSetup&, std::mt19937_64&) const {}
   bool acceptable(const OpSetup&) const { return true; }
-  const char* known_bug(const OpSetup&) const { return nullptr; }
 };
 
 // --- Elementwise functors ----------------------------------------------------------------
@@ -724,12 +718,6 @@ struct Compound : OpCase {
     static constexpr const char* what[] = {"+=", "-=", "*=", "/=", "h = h * a + b"};
     s.note(what[mode]);
   }
-  const char* known_bug(const OpSetup& s) const {
-    if (product_of(s.inputs[0].shape) != 0) return nullptr;
-    return "an in-place write into an empty computed tensor makes its backward throw \"modified in place after it "
-           "was recorded\" (saved_before_write, autograd/graph.hpp, copies no storage-less tensor, so the node "
-           "keeps watching h's version)";
-  }
   template <class D>
   void f(OpEval<D>& e) const {
     const auto a = e.template input<3>(0), b = e.template input<3>(1);
@@ -986,12 +974,6 @@ struct LinearNode : OpCase {
     if (has_bias()) s.add({n}, rng, -2, 2);
     s.note(forms[form]);
   }
-  const char* known_bug(const OpSetup& s) const {
-    if (form != 4 || s.inputs[1].shape[1] != 0) return nullptr;
-    return "gelu_tanh(matmul(a, w) + bias) with no output columns throws \"elements overlap in memory\" when "
-           "recorded (LinearBackward::forward, autograd/linear.hpp: the GELU buffer's leading dimension "
-           "round_up(0, 8) = 0, into which the bias is added)";
-  }
   /// relu: every pre-activation at least 1e-3 from 0.
   bool acceptable(const OpSetup& s) const {
     if (form != 2 && form != 3) return true;
@@ -1205,16 +1187,10 @@ inline std::uint64_t case_seed(std::uint64_t seed, std::int64_t index) {
   return z ^ (z >> 31);
 }
 
-/// How a case ended: passed, failed, or skipped for a known library bug (its description).
-struct Outcome {
-  bool passed = true;
-  const char* skipped = nullptr;
-};
-
 /// One case of Op: draw, differentiate, then the directional differences (every input
 /// moved together, then each alone).
 template <class Op, class D>
-Outcome run_case(D dev, std::uint64_t base_seed, std::uint64_t seed, std::int64_t index) {
+bool run_case(D dev, std::uint64_t base_seed, std::uint64_t seed, std::int64_t index) {
   std::mt19937_64 rng(case_seed(seed, index));
   Op op;
   OpSetup s;
@@ -1224,7 +1200,6 @@ Outcome run_case(D dev, std::uint64_t base_seed, std::uint64_t seed, std::int64_
     op.adjust(s, rng);
     if (op.acceptable(s)) break;
   }
-  if (const char* bug = op.known_bug(s)) return {true, bug};
   std::ostringstream what;
   what << "seed " << seed << ", case " << index << " (alone: ET_RANDOM_SEED=" << base_seed
        << " ET_RANDOM_CASE=" << index << "): " << Op::name;
@@ -1268,14 +1243,14 @@ Outcome run_case(D dev, std::uint64_t base_seed, std::uint64_t seed, std::int64_
         std::string inputs_moved = group.size() > 1 ? "all inputs" : "input " + std::to_string(group[0]) + " alone";
         CAPTURE(inputs_moved, analytic, numeric, allowed);
         CHECK(false);
-        return {false};
+        return false;
       }
     }
   } catch (const std::exception& e) {
     FAIL_CHECK(e.what());
-    return {false};
+    return false;
   }
-  return {};
+  return true;
 }
 
 /// Op names for the summary, and dispatch of case `index` to operation `which`.
@@ -1284,11 +1259,11 @@ struct Family {
   static constexpr std::size_t size = sizeof...(Ops);
   static constexpr const char* names[] = {Ops::name...};
   template <class D>
-  static Outcome run(std::size_t which, D dev, std::uint64_t base_seed, std::uint64_t seed, std::int64_t index) {
+  static bool run(std::size_t which, D dev, std::uint64_t base_seed, std::uint64_t seed, std::int64_t index) {
     std::size_t k = 0;
-    Outcome outcome;
-    ((k++ == which ? void(outcome = run_case<Ops>(dev, base_seed, seed, index)) : void()), ...);
-    return outcome;
+    bool passed = true;
+    ((k++ == which ? void(passed = run_case<Ops>(dev, base_seed, seed, index)) : void()), ...);
+    return passed;
   }
 };
 
@@ -1306,7 +1281,7 @@ using Operations =
 }  // namespace op_grad
 
 /// The family: case c checks operation c mod N (every operation above in turn). Prints the
-/// count, the seed, the operations that failed and the cases skipped for known bugs.
+/// count, the seed and the operations that failed.
 template <class D>
 void run_op_gradient_family(const char* where, D dev) {
   using Ops = op_grad::Operations;
@@ -1314,21 +1289,16 @@ void run_op_gradient_family(const char* where, D dev) {
   const char* only = std::getenv("ET_RANDOM_CASE");
   const std::int64_t first = only ? std::atoll(only) : 0;
   const std::int64_t cases = only ? 1 : random_case_count();
-  std::vector<std::int64_t> failed(Ops::size), skipped(Ops::size);
-  std::vector<const char*> why(Ops::size);
+  std::vector<std::int64_t> failed(Ops::size);
   for (std::int64_t c = first; c < first + cases; ++c) {
     const auto which = static_cast<std::size_t>(c) % Ops::size;
-    const op_grad::Outcome outcome = Ops::run(which, dev, base_seed, seed, c);
-    failed[which] += !outcome.passed;
-    if (outcome.skipped) ++skipped[which], why[which] = outcome.skipped;
+    failed[which] += !Ops::run(which, dev, base_seed, seed, c);
   }
   std::int64_t total = 0;
   std::string notes;
   for (std::size_t k = 0; k < Ops::size; ++k) {
     total += failed[k];
     if (failed[k]) notes += "\n  FAILED " + std::to_string(failed[k]) + " cases of " + Ops::names[k];
-    if (skipped[k])
-      notes += "\n  SKIPPED " + std::to_string(skipped[k]) + " cases of " + Ops::names[k] + ", a known bug: " + why[k];
   }
   std::printf("random differential, op gradients on %s: %lld cases over %zu operations, %lld failed, seed %llu%s\n",
               where, static_cast<long long>(cases), Ops::size, static_cast<long long>(total),

@@ -158,6 +158,7 @@ TEST_CASE("each op family's backward notices a saved tensor written in place", "
   SECTION("conv2d, max_pool2d, cross_entropy") { test::check_nn_versions<Cpu>(); }
   SECTION("inputs that need no gradient, written through any handle") { test::check_untracked_versions<Cpu>(); }
   SECTION("sort's returned indices") { test::check_sort_versions<Cpu>(); }
+  SECTION("tensors of no elements") { test::check_empty_versions<Cpu>(); }
 }
 
 namespace {

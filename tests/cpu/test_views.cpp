@@ -773,6 +773,11 @@ TEST_CASE("writing into a tensor whose elements overlap throws; reading it is fi
   expanded.select(0, 1) = 3.0f;
   CHECK(x.to_vector() == std::vector<float>(5, 3.0f));
   x.unsqueeze(0).expand({0, 5}) = 4.0f;
+  // No elements, so none overlap, whatever the strides: stride 0 on an axis of extent 3
+  // beside one of extent 0 (a GELU linear layer's buffer with no columns had such a layout).
+  auto none = et::Tensor<float, 2>(x.storage(), 0, {3, 0}, {0, 1});
+  CHECK_NOTHROW(none = 5.0f);
+  CHECK_NOTHROW(none += x.slice(0, 0, 0).unsqueeze(0));
   x.unsqueeze(0).expand({1, 5}) = x * 2.0f;
   CHECK(x.to_vector() == std::vector<float>(5, 6.0f));
   // Reading: an expanded operand in an expression, and a copy of it.

@@ -211,4 +211,25 @@ void check_sort_versions() {
   expect_modified(et::sum(values * values), "sort");
 }
 
+/// Tensors of no elements: a write into one changes nothing a backward reads, so it is not
+/// reported (it was: the in-place write into an empty product threw at backward), and a
+/// GELU linear layer with no output columns records (its buffer's stride was 0).
+template <class D>
+void check_empty_versions() {
+  using S2 = std::array<std::int64_t, 2>;
+  auto a = version_leaf<D>(S2{0, 3});
+  auto b = version_leaf<D>(S2{0, 3});
+  auto h = et::eval(a * b);
+  h *= et::sigmoid(a);
+  CHECK_NOTHROW(et::sum(h).backward());
+  CHECK(a.grad().shape() == et::Shape<2>{0, 3});
+  auto x = version_leaf<D>(S2{2, 3});
+  auto w = version_leaf<D>(S2{3, 0});
+  auto bias = version_leaf<D>(std::array<std::int64_t, 1>{0});
+  const et::Tensor<double, 2, D> y = et::gelu_tanh(et::matmul(x, w) + bias);
+  CHECK(y.shape() == et::Shape<2>{2, 0});
+  CHECK_NOTHROW(et::sum(y).backward());
+  CHECK(x.grad().to(et::cpu).to_vector() == std::vector<double>(6, 0.0));
+}
+
 }  // namespace test

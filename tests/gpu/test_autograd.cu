@@ -43,6 +43,7 @@ TEST_CASE("GPU: each op family's backward notices a saved tensor written in plac
   SECTION("softmax, log_softmax, logsumexp") { test::check_softmax_versions<Gpu>(); }
   SECTION("conv2d, max_pool2d, cross_entropy") { test::check_nn_versions<Gpu>(); }
   SECTION("inputs that need no gradient, written through any handle") { test::check_untracked_versions<Gpu>(); }
+  SECTION("tensors of no elements") { test::check_empty_versions<Gpu>(); }
 }
 
 TEST_CASE("GPU: the backward of a fused expression is one kernel for all its inputs", "[autograd][cupti]") {

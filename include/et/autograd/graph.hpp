@@ -178,9 +178,11 @@ Tensor<T, R, D> saved_data(const Tensor<T, R, D>& t) {
 /// What a node saves of its input t: t itself, autograd state included (the node takes t's
 /// version from it, then keeps its saved_data), or, when `overwritten` (the result of an
 /// in-place operation, written after its node saved its inputs) shares t's storage, a copy
-/// of t's values, which has no version to check: no later write reaches it.
+/// of t's values, which has no version to check: no later write reaches it. An empty t has
+/// no values a write could change (and no storage to compare): its bare handle is saved.
 template <class T, int R, class D, class Out>
 Tensor<T, R, D> saved_before_write(const Tensor<T, R, D>& t, const Out* overwritten) {
+  if (overwritten != nullptr && t.defined() && t.numel() == 0) return saved_data(t);
   if (overwritten == nullptr || !t.defined() || !t.storage() || t.storage() != overwritten->storage()) return t;
   NoGradGuard no_grad;
   return saved_data(t.clone());
