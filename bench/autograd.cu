@@ -29,7 +29,7 @@
 //   mlp3           the same forward and backward written by hand with etensor under NoGradGuard
 //                  (the same GEMMs; bias + ReLU in the forward GEMMs' epilogue, the masks applied
 //                  by elementwise passes, the bias gradients by sums): no longer a floor since
-//                  the recorded layers fuse those into their GEMMs (autograd/linear.hpp).
+//                  the recorded layers fuse those into their GEMMs (derivatives/linear.hpp).
 //   tiny recorded  the same loop under NoGradGuard: one unrecorded op (one launch) per op or node.
 // Checks: chain10's z and gradients against a plain one-thread-per-element kernel (1e-5 of
 // max(|ref|, 1)); mlp3's six gradients against the hand-written backward (max |diff| / max

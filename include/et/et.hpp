@@ -9,10 +9,10 @@
 // lines of "In file included from" rather than three or more.
 #include "et/device_mismatch.hpp"
 #include "et/backend/cuda/unavailable.hpp"
-#include "et/expr/assign.hpp"
+#include "et/exec/assign.hpp"
 
-#include "et/autograd/linalg.hpp"
-#include "et/autograd/linear.hpp"
+#include "et/derivatives/linalg.hpp"
+#include "et/derivatives/linear.hpp"
 #include "et/core.hpp"
 #include "et/ops/linalg.hpp"
 #include "et/ops/index.hpp"

@@ -18,51 +18,12 @@
 #include "et/expr/node.hpp"
 #include "et/layout.hpp"
 #include "et/runtime/memory.hpp"
+#include "et/tensor/forward.hpp"
+#include "et/tensor/meta.hpp"
 #include "et/types.hpp"
 #include "et/views.hpp"
-#include "et/autograd/meta.hpp"
 
 namespace et {
-
-template <Element T, int Rank, Device D>
-class Tensor;
-
-namespace detail {
-/// `value` as T. For an integer T, throws et::Error when T cannot hold it: NaN, infinities
-/// and out-of-range values would otherwise convert with undefined behaviour.
-template <class T, class S>
-T scalar_as(S value, const char* what) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<S, bool>) {
-    static_assert(std::is_signed_v<T>, "et: integer tensors are signed");
-    bool fits = true;
-    if constexpr (std::is_floating_point_v<S>) {
-      const S low = static_cast<S>(std::numeric_limits<T>::min());  // -2^(bits-1), exact
-      fits = value >= low && value < -low;                           // false for NaN
-    } else if constexpr (std::is_integral_v<S>) {
-      fits = std::in_range<T>(value);
-    }
-    if (!fits) {
-      char text[160];
-      std::snprintf(text, sizeof text, "%.17g does not fit a %d-bit integer tensor (range %lld to %lld)",
-                    static_cast<double>(value), int(sizeof(T) * 8), static_cast<long long>(std::numeric_limits<T>::min()),
-                    static_cast<long long>(std::numeric_limits<T>::max()));
-      throw Error(std::string("et: ") + what + ": " + text);
-    }
-  }
-  return static_cast<T>(value);
-}
-
-// Defined in expr/assign.hpp: evaluates `expr` into `dst` (one kernel or one loop).
-template <class T, int Rank, class D, class E>
-void assign(Tensor<T, Rank, D>& dst, const E& expr);
-// Defined in autograd/views.hpp: records how a view (or copy) `out` of `in` passes its
-// gradient back (`back(grad_out)` gives in's gradient), when `in` needs a gradient.
-template <class Out, class In, class Back>
-void record_view(Out& out, const In& in, const Back& back, const char* name);
-// Defined in autograd/broadcast.hpp: g summed down to `shape` (the axes it was broadcast along).
-template <class T, int R, class D, std::size_t N>
-Tensor<T, int(N), D> sum_to(const Tensor<T, R, D>& g, const std::array<std::int64_t, N>& shape);
-}  // namespace detail
 
 /// A tensor of element type T (float, double, int32, int64, bool, half, bfloat16) and rank
 /// Rank on device D.
@@ -199,27 +160,13 @@ class Tensor : public detail::ExprTag {
   /// works in plain C++ files for CUDA tensors too). Hence the clone of a stepped slice also
   /// copies the elements it skips, and the clone of an expand()ed tensor keeps its stride-0
   /// axes (readable, not writable); contiguous() gives a compact, writable copy instead.
-  Tensor clone() const {
-    require_defined("clone()");
-    Tensor out = copy_span_to<D>();
-    if (autograd_) detail::record_view(out, *this, [](const Tensor& g) { return g; }, "clone()");
-    return out;
-  }
+  Tensor clone() const;
 
   /// The same tensor on another device. To the same device it returns *this (shared
   /// storage, no copy). `Cpu <-> Cuda<I>` goes through cudaMemcpy; `Cuda<I> -> Cuda<J>`
   /// through a peer copy (staged by the driver where peer access is impossible).
   template <Device To>
-  Tensor<T, Rank, To> to(To) const {
-    if constexpr (std::is_same_v<To, D>) {
-      return *this;
-    } else {
-      require_defined("to()");
-      auto out = copy_span_to<To>(true);
-      if (autograd_) detail::record_view(out, *this, [](const auto& g) { return g.to(D{}); }, "to()");
-      return out;
-    }
-  }
+  Tensor<T, Rank, To> to(To) const;
 
   /// The same, returning before the copy is done. Only Pinned memory copies to or from a
   /// GPU this way; the first host access to the pinned side waits for the copy by itself.
@@ -244,29 +191,10 @@ class Tensor : public detail::ExprTag {
   }
 
   /// All elements in row-major order, copied to the host (waits for the device).
-  std::vector<T> to_vector() const {
-    require_defined("to_vector()");
-    const Tensor<T, Rank, Cpu> host = to(cpu).contiguous();
-    std::vector<T> out(static_cast<std::size_t>(numel()));
-    const T* base = host.data();
-    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> has no data()
-      for (std::size_t i = 0; i < out.size(); ++i) out[i] = base[i];
-    } else if (!out.empty()) {
-      std::memcpy(out.data(), base, out.size() * sizeof(T));
-    }
-    return out;
-  }
+  std::vector<T> to_vector() const;
 
   /// The single element (numel() == 1), copied to the host.
-  T item() const {
-    require_defined("item()");
-    if (numel() != 1)
-      throw ShapeError("et: item() needs exactly one element, but the tensor has shape " + format_shape(shape_) +
-                       " (" + std::to_string(numel()) + " elements)");
-    T value{};
-    detail::copy_bytes(-1, &value, D::index, data(), sizeof(T));
-    return value;
-  }
+  T item() const;
 
   // --- Autograd (autograd/graph.hpp) ------------------------------------------------
   // A tensor that requires grad records the operations computed from it; a fused
@@ -319,7 +247,7 @@ class Tensor : public detail::ExprTag {
     return *autograd_;
   }
   /// Internal: counts an in-place write, in this handle's autograd state (shared with its
-  /// views, autograd/meta.hpp) and in the storage (shared with every handle over it,
+  /// views, tensor/meta.hpp) and in the storage (shared with every handle over it,
   /// runtime/version.hpp).
   void note_write() const noexcept {
     if (autograd_) autograd_->version->value.fetch_add(1, std::memory_order_relaxed);
@@ -344,11 +272,7 @@ class Tensor : public detail::ExprTag {
   /// contiguous tensor; for other layouts, only axes that are laid out contiguously
   /// among themselves can be merged). Otherwise throws ShapeError; reshape() copies then.
   template <std::size_t N>
-  Tensor<T, int(N), D> view(const std::array<std::int64_t, N>& shape) const {
-    require_defined("view()");
-    return share_storage(detail::view_layout(strided_layout(), shape), "view()",
-                         [shape = shape_](const auto& g) { return g.reshape(shape); });
-  }
+  Tensor<T, int(N), D> view(const std::array<std::int64_t, N>& shape) const;
   template <std::size_t N>
   Tensor<T, int(N), D> view(const std::int64_t (&shape)[N]) const {
     return view(detail::as_array(shape));
@@ -361,14 +285,7 @@ class Tensor : public detail::ExprTag {
   /// The copy of a CUDA tensor runs a kernel, so reshape() of a CUDA tensor needs a file
   /// compiled by nvcc. One extent may be -1; throws ShapeError when the counts differ.
   template <std::size_t N>
-  Tensor<T, int(N), D> reshape(const std::array<std::int64_t, N>& shape) const {
-    require_defined("reshape()");
-    const auto extents = detail::infer_view_shape("reshape()", shape, shape_);
-    if (const auto strides = detail::view_strides(shape_, strides_, extents))
-      return share_storage(detail::StridedLayout<N>{extents, *strides, offset_}, "reshape()",
-                           [shape = shape_](const auto& g) { return g.reshape(shape); });
-    return contiguous().view(extents);  // not viewable, hence not contiguous: contiguous() copies
-  }
+  Tensor<T, int(N), D> reshape(const std::array<std::int64_t, N>& shape) const;
   template <std::size_t N>
   Tensor<T, int(N), D> reshape(const std::int64_t (&shape)[N]) const {
     return reshape(detail::as_array(shape));
@@ -384,13 +301,7 @@ class Tensor : public detail::ExprTag {
 
   /// The axes reordered: axis k of the result is axis axes[k] of this tensor. `axes` must
   /// name every axis exactly once (negative axes allowed), else ShapeError. Copies nothing.
-  Tensor permute(const std::array<int, Rank>& axes) const {
-    require_defined("permute()");
-    const auto layout = detail::permute_layout(strided_layout(), axes);  // checks the axes
-    std::array<int, Rank> inverse{};
-    for (int k = 0; k < Rank; ++k) inverse[static_cast<std::size_t>(detail::normalize_axis(axes[k], Rank))] = k;
-    return share_storage(layout, "permute()", [inverse](const auto& g) { return g.permute(inverse); });
-  }
+  Tensor permute(const std::array<int, Rank>& axes) const;
   template <std::size_t N>
   Tensor permute(const int (&axes)[N]) const {
     static_assert(N == std::size_t(Rank), "et: permute() takes exactly one axis per dimension of the tensor");
@@ -402,15 +313,7 @@ class Tensor : public detail::ExprTag {
   /// of them), as Python's x[begin:end:step]. Negative begin and end count from the end;
   /// after that 0 <= begin <= end <= size(axis) and step >= 1 must hold, else ShapeError
   /// (bounds are never clamped). Copies nothing.
-  Tensor slice(int axis, std::int64_t begin, std::int64_t end, std::int64_t step = 1) const {
-    require_defined("slice()");
-    return share_storage(detail::slice_layout(strided_layout(), axis, begin, end, step), "slice()",
-                         [=, shape = shape_](const auto& g) {
-                           Tensor base = zeros_like_shape(shape);
-                           base.raw_view(detail::slice_layout(base.strided_layout(), axis, begin, end, step)) = g;
-                           return base;
-                         });
-  }
+  Tensor slice(int axis, std::int64_t begin, std::int64_t end, std::int64_t step = 1) const;
 
   /// The sub-tensor at `index` along `axis`, with that axis removed: a
   /// Tensor<T, Rank - 1, D>, as PyTorch's x.select(axis, index). A negative index counts
@@ -430,11 +333,7 @@ class Tensor : public detail::ExprTag {
 
   /// A new axis of extent 1 at position `axis` of the result, in [-(Rank + 1), Rank]
   /// (-1 appends it): a Tensor<T, Rank + 1, D>. Copies nothing.
-  Tensor<T, Rank + 1, D> unsqueeze(int axis) const {
-    require_defined("unsqueeze()");
-    return share_storage(detail::unsqueeze_layout(strided_layout(), axis), "unsqueeze()",
-                         [axis](const auto& g) { return g.squeeze(axis); });
-  }
+  Tensor<T, Rank + 1, D> unsqueeze(int axis) const;
 
   /// `axis` removed: a Tensor<T, Rank - 1, D>. The axis must have extent 1, else
   /// ShapeError (the rank is part of the type, so unlike PyTorch this never does nothing).
@@ -454,11 +353,7 @@ class Tensor : public detail::ExprTag {
   /// throws ShapeError. Copies nothing; the result can be read but not written (its
   /// elements overlap in memory): write into expand(...).contiguous() instead.
   template <std::size_t N>
-  Tensor<T, int(N), D> expand(const std::array<std::int64_t, N>& shape) const {
-    require_defined("expand()");
-    return share_storage(detail::expand_layout(strided_layout(), shape), "expand()",
-                         [from = shape_](const auto& g) { return detail::sum_to(g, from); });
-  }
+  Tensor<T, int(N), D> expand(const std::array<std::int64_t, N>& shape) const;
   template <std::size_t N>
   Tensor<T, int(N), D> expand(const std::int64_t (&shape)[N]) const {
     return expand(detail::as_array(shape));
@@ -468,13 +363,7 @@ class Tensor : public detail::ExprTag {
   /// contiguous copy of the elements (one elementwise evaluation, O(numel)) sharing
   /// nothing. The copy of a CUDA tensor runs a kernel, so contiguous() of a CUDA tensor
   /// needs a file compiled by nvcc.
-  Tensor contiguous() const {
-    require_defined("contiguous()");
-    if (is_contiguous()) return *this;
-    Tensor out = allocate(shape_);
-    detail::assign(out, *this);
-    return out;
-  }
+  Tensor contiguous() const;
 
   /// Wraps existing storage (used by creation functions and views). `storage` must
   /// hold every element the layout reaches.
@@ -510,19 +399,7 @@ class Tensor : public detail::ExprTag {
   /// A view: another layout over this tensor's storage. `back(gradient of the view)` gives
   /// this tensor's gradient, recorded when this tensor needs one (autograd/views.hpp).
   template <std::size_t N, class Back>
-  Tensor<T, int(N), D> share_storage(const detail::StridedLayout<N>& layout, const char* name, const Back& back) const {
-    Tensor<T, int(N), D> out(storage_, layout.offset, layout.shape, layout.strides);
-    out.view_ = true;
-#if !defined(ET_NO_AUTOGRAD)
-    // In grad mode a view of a floating-point tensor is linked to it (autograd/views.hpp):
-    // this tensor gets autograd state now if it has none, for a write into the view to reach.
-    if constexpr (detail::is_floating_v<T>) {
-      if (!autograd_ && grad_enabled()) autograd_ = std::make_shared<detail::AutogradMeta<T, Rank, D>>();
-    }
-#endif
-    if (autograd_) detail::record_view(out, *this, back, name);
-    return out;
-  }
+  Tensor<T, int(N), D> share_storage(const detail::StridedLayout<N>& layout, const char* name, const Back& back) const;
 
   /// A view that records nothing (the backward of slice and select writes through one).
   template <std::size_t N>
@@ -531,23 +408,10 @@ class Tensor : public detail::ExprTag {
   }
 
   /// Zeros of `shape` (a view's backward scatters its gradient into them).
-  static Tensor zeros_like_shape(const Shape<Rank>& shape) {
-    Tensor out = allocate(shape);
-    out = T(0);
-    return out;
-  }
+  static Tensor zeros_like_shape(const Shape<Rank>& shape);
 
   template <Device To>
-  Tensor<T, Rank, To> copy_span_to(bool blocking = true) const {
-    const auto bytes = static_cast<std::size_t>(detail::storage_bytes(shape_, strides_, sizeof(T)));
-    if constexpr (To::is_cuda) detail::check_device_index(To::index);
-#if defined(ET_HAS_CUDA_RUNTIME)
-    detail::note_stream_uses(*this);  // read on this device's current stream
-#endif
-    auto storage = detail::allocate_on<To>(bytes);
-    detail::copy_between<To, D>(storage, storage.get(), storage_, data(), bytes, blocking);
-    return Tensor<T, Rank, To>(std::move(storage), 0, shape_, strides_);
-  }
+  Tensor<T, Rank, To> copy_span_to(bool blocking = true) const;
 
   std::shared_ptr<void> storage_;
   mutable detail::MetaPtr<T, Rank, D> autograd_;  // made by a const view() in grad mode (share_storage)
@@ -573,3 +437,7 @@ Tensor<T, R, To> to(const Tensor<T, R, D>& t) {
 }
 
 }  // namespace et
+
+// The bodies of the methods declared above, out of the class to keep it readable.
+#include "et/tensor/copies.hpp"  // IWYU pragma: export
+#include "et/tensor/views.hpp"   // IWYU pragma: export

@@ -31,9 +31,14 @@
 
 #include <concepts>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
 #include <type_traits>
+#include <utility>
 
 #include "et/half.hpp"
+#include "et/runtime/error.hpp"
 
 namespace et {
 
@@ -116,6 +121,30 @@ using scalar_element_t =
     std::conditional_t<std::is_same_v<S, bool> || is_16bit_float_v<S>, S,
                        std::conditional_t<std::is_floating_point_v<S>, std::conditional_t<sizeof(S) <= 4, float, double>,
                                           std::conditional_t<sizeof(S) <= 4, std::int32_t, std::int64_t>>>;
+
+/// `value` as T. For an integer T, throws et::Error when T cannot hold it: NaN, infinities
+/// and out-of-range values would otherwise convert with undefined behaviour.
+template <class T, class S>
+T scalar_as(S value, const char* what) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<S, bool>) {
+    static_assert(std::is_signed_v<T>, "et: integer tensors are signed");
+    bool fits = true;
+    if constexpr (std::is_floating_point_v<S>) {
+      const S low = static_cast<S>(std::numeric_limits<T>::min());  // -2^(bits-1), exact
+      fits = value >= low && value < -low;                           // false for NaN
+    } else if constexpr (std::is_integral_v<S>) {
+      fits = std::in_range<T>(value);
+    }
+    if (!fits) {
+      char text[160];
+      std::snprintf(text, sizeof text, "%.17g does not fit a %d-bit integer tensor (range %lld to %lld)",
+                    static_cast<double>(value), int(sizeof(T) * 8), static_cast<long long>(std::numeric_limits<T>::min()),
+                    static_cast<long long>(std::numeric_limits<T>::max()));
+      throw Error(std::string("et: ") + what + ": " + text);
+    }
+  }
+  return static_cast<T>(value);
+}
 
 }  // namespace detail
 }  // namespace et

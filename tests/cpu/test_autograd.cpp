@@ -1,8 +1,8 @@
 // Autograd on the CPU: gradient checks of every differentiable operation
 // (autograd_cases.hpp, shared with the GPU tests) and the semantics a PyTorch user relies
 // on: accumulation, zero_grad, NoGradGuard, detach, retain_graph, version counters, errors.
-#include "autograd_cases.hpp"
-#include "version_cases.hpp"
+#include "../common/autograd_cases.hpp"
+#include "../common/version_cases.hpp"
 
 #include <et/et.hpp>
 

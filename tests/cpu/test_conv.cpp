@@ -1,11 +1,11 @@
 // Convolution and pooling on the CPU against double-precision loops written from the
-// definitions (tests/cpu/conv_reference.hpp), on random shapes: batch 1, odd sizes,
+// definitions (tests/common/conv_reference.hpp), on random shapes: batch 1, odd sizes,
 // strides 2 and 3, padding, dilation 2, groups (depthwise too), 1x1, 3x3 and 5x3 kernels,
 // with and without bias, nchw and nhwc, every element type. The gradients are also checked
 // by the adjoint identities <conv(x), dy> = <x, dx> = <w, dw>, which no reference loop
 // enters. Then the output-shape arithmetic and every error message.
-#include "conv_reference.hpp"
-#include "reference.hpp"
+#include "../common/conv_reference.hpp"
+#include "../common/reference.hpp"
 
 #include <et/et.hpp>
 
@@ -14,8 +14,9 @@
 #include <vector>
 
 using Catch::Matchers::Message;
-using test::ConvCase;
-using test::PoolCase;
+using test::as_doubles;
+using test::ConvGeometry;
+using test::PoolGeometry;
 
 namespace {
 
@@ -28,23 +29,10 @@ std::vector<T> rounded(const std::vector<double>& values) {
   return out;
 }
 
-template <class T>
-std::vector<double> widened(const std::vector<T>& values) {
-  return std::vector<double>(values.begin(), values.end());
-}
-
 /// Checks every element against the reference, to `tolerance` times the reference's
-/// largest magnitude (at least 1): sums of many rounded products err in proportion to it.
+/// largest magnitude (at least 1).
 void check_against(const std::vector<double>& got, const std::vector<double>& want, double tolerance) {
-  REQUIRE(got.size() == want.size());
-  double scale = 1;
-  for (double v : want) scale = std::max(scale, std::fabs(v));
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (!(std::fabs(got[i] - want[i]) <= tolerance * scale)) {
-      CAPTURE(i, got[i], want[i], tolerance, scale);
-      FAIL("element differs from the double-precision reference");
-    }
-  }
+  test::check_scaled_close(got, want, tolerance, "element differs from the double-precision reference");
 }
 
 /// A tensor of `layout` from logical (nchw-ordered) data.
@@ -58,11 +46,11 @@ et::Tensor<T, 4, et::Cpu> make(const std::vector<double>& nchw, const et::Shape<
 /// A tensor's elements back in logical (nchw) order, as double.
 template <class T>
 std::vector<double> logical(const et::Tensor<T, 4, et::Cpu>& t, et::Layout layout) {
-  const auto values = widened(t.to_vector());
+  const auto values = as_doubles(t.to_vector());
   return layout == et::Layout::nhwc ? test::nhwc_to_nchw(values, t.shape()) : values;
 }
 
-const std::vector<ConvCase> conv_cases = {
+const std::vector<ConvGeometry> conv_cases = {
     // n  c  h   w  k  r  s  stride   padding  dilation  groups  bias
     {1, 3, 7, 9, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true},     // batch 1, odd extents
     {2, 4, 11, 8, 6, 5, 3, {2, 1}, {2, 1}, {1, 1}, 2, false},   // 5x3, stride 2, groups
@@ -76,11 +64,11 @@ const std::vector<ConvCase> conv_cases = {
 };
 
 template <class T>
-void check_convolution(const ConvCase& cc, et::Layout layout) {
+void check_convolution(const ConvGeometry& cc, et::Layout layout) {
   CAPTURE(cc.describe(), layout == et::Layout::nhwc ? "nhwc" : "nchw");
-  const auto x_data = widened(rounded<T>(test::uniform(cc.input_shape_nchw(), 11)));
-  const auto w_data = widened(rounded<T>(test::uniform(cc.weight_shape_nchw(), 12)));
-  const auto b_data = widened(rounded<T>(test::uniform(std::array<std::int64_t, 1>{cc.k}, 13)));
+  const auto x_data = as_doubles(rounded<T>(test::uniform(cc.input_shape_nchw(), 11)));
+  const auto w_data = as_doubles(rounded<T>(test::uniform(cc.weight_shape_nchw(), 12)));
+  const auto b_data = as_doubles(rounded<T>(test::uniform(std::array<std::int64_t, 1>{cc.k}, 13)));
   const et::Conv2dOptions options = cc.options(layout);
   const auto x = make<T>(x_data, cc.input_shape_nchw(), layout);
   const auto w = make<T>(w_data, cc.weight_shape_nchw(), layout);
@@ -93,7 +81,7 @@ void check_convolution(const ConvCase& cc, et::Layout layout) {
     check_against(logical(y, layout), test::conv_forward(cc, x_data, w_data, cc.bias ? &b_data : nullptr),
                   test::conv_tolerance<T>());
   }
-  const auto dy_data = widened(rounded<T>(test::uniform(cc.output_shape_nchw(), 14)));
+  const auto dy_data = as_doubles(rounded<T>(test::uniform(cc.output_shape_nchw(), 14)));
   const auto dy = make<T>(dy_data, cc.output_shape_nchw(), layout);
   SECTION("backward data") {
     const auto dx = et::conv2d_backward_data(dy, w, x.shape(), options);
@@ -107,7 +95,7 @@ void check_convolution(const ConvCase& cc, et::Layout layout) {
   }
 }
 
-const std::vector<PoolCase> pool_cases = {
+const std::vector<PoolGeometry> pool_cases = {
     // n  c  h  w  kernel   stride   padding  count_include_pad
     {1, 3, 7, 9, {2, 2}, {0, 0}, {0, 0}, true},    // stride = kernel; odd extents round down
     {2, 4, 8, 7, {3, 3}, {2, 2}, {1, 1}, true},    // overlapping windows with padding
@@ -118,11 +106,11 @@ const std::vector<PoolCase> pool_cases = {
 };
 
 template <class T>
-void check_pooling(const PoolCase& pc, et::Layout layout) {
+void check_pooling(const PoolGeometry& pc, et::Layout layout) {
   CAPTURE(pc.describe(), layout == et::Layout::nhwc ? "nhwc" : "nchw");
   // Distinct values, so that every window has one maximum (ties are tested on their own).
-  const auto x_data = widened(rounded<T>(test::distinct(pc.input_shape_nchw(), 21)));
-  const auto dy_data = widened(rounded<T>(test::uniform(pc.output_shape_nchw(), 22)));
+  const auto x_data = as_doubles(rounded<T>(test::distinct(pc.input_shape_nchw(), 21)));
+  const auto dy_data = as_doubles(rounded<T>(test::uniform(pc.output_shape_nchw(), 22)));
   const et::Pool2dOptions options = pc.options(layout);
   const auto x = make<T>(x_data, pc.input_shape_nchw(), layout);
   const auto dy = make<T>(dy_data, pc.output_shape_nchw(), layout);
@@ -178,7 +166,7 @@ TEST_CASE("conv2d gradients satisfy the adjoint identities", "[conv]") {
 }
 
 TEST_CASE("conv2d reads any strides and an empty batch", "[conv]") {
-  const ConvCase cc{2, 4, 6, 5, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, true};
+  const ConvGeometry cc{2, 4, 6, 5, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, true};
   const auto x_data = test::uniform(cc.input_shape_nchw(), 41);
   const auto w_data = test::uniform(cc.weight_shape_nchw(), 42);
   const auto b_data = test::uniform(std::array<std::int64_t, 1>{cc.k}, 43);

@@ -1,7 +1,7 @@
 // et::DeviceSet on the host: Cpu and Pinned are distinct device types, so a set of both
 // exercises every step of scatter and gather that does not need a GPU (tests/gpu runs the
 // same cases on GPUs).
-#include "device_set_cases.hpp"
+#include "../common/device_set_cases.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -3,8 +3,8 @@
 // against CUDA's own host conversions), promotion for every pair of element types, every
 // elementwise operation on every floating type against an fp64 reference, rounding once
 // in fused expressions, casts between all types, and creation.
-#include "promotion.hpp"
-#include "reference.hpp"
+#include "../common/promotion.hpp"
+#include "../common/reference.hpp"
 
 #include <et/et.hpp>
 
@@ -26,7 +26,11 @@
 
 namespace {
 
+using test::as_doubles;
+using test::check_close;
+using test::exact;
 using test::random_values;
+using test::Tolerance;
 
 // ---------------------------------------------------------------------------------
 // An independent model of the two formats: decoding with ldexp, rounding by comparing
@@ -145,14 +149,8 @@ std::vector<float> rounding_inputs() {
 }
 
 // ---------------------------------------------------------------------------------
-// Comparisons with the fp64 reference
+// Comparisons with the fp64 reference (Tolerance, check_close: ../common/reference.hpp)
 // ---------------------------------------------------------------------------------
-
-/// |got - expected| <= abs + rel * |expected|; NaN matches only NaN, infinities themselves.
-struct Tolerance {
-  double rel = 0, abs = 0;
-};
-constexpr Tolerance exact{};
 
 /// One rounding to the result type (plus float's own error inside): half 2^-11, bfloat16
 /// 2^-8 relative; an absolute floor for results near zero.
@@ -163,32 +161,6 @@ constexpr Tolerance tolerance() {
   else if constexpr (std::is_same_v<T, float>) return {2e-6, 1e-6};
   else if constexpr (std::is_same_v<T, double>) return {1e-13, 1e-14};
   else return exact;  // integers and bool
-}
-
-template <class T>
-void check_close(const std::vector<T>& got, const std::vector<double>& expected, Tolerance tol, const char* what) {
-  REQUIRE(got.size() == expected.size());
-  std::size_t mismatches = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = static_cast<double>(got[i]), e = expected[i];
-    const bool ok = std::isnan(e) ? std::isnan(g)
-                    : std::isinf(e) ? g == e
-                                    : std::fabs(g - e) <= tol.abs + tol.rel * std::fabs(e);
-    if (!ok && mismatches++ == 0) first = i;
-  }
-  std::ostringstream report;
-  report.precision(17);
-  report << what << ": " << mismatches << " of " << got.size() << " elements outside rel " << tol.rel << " + abs "
-         << tol.abs;
-  if (mismatches) report << "; first at " << first << ": got " << static_cast<double>(got[first]) << ", expected "
-                         << expected[first];
-  INFO(report.str());
-  CHECK(mismatches == 0);
-}
-
-template <class T>
-std::vector<double> as_doubles(const std::vector<T>& values) {
-  return std::vector<double>(values.begin(), values.end());
 }
 
 using test::promoted;

@@ -1,5 +1,5 @@
 // Lazy elementwise expressions on the CPU, against double-precision loops.
-#include "reference.hpp"
+#include "../common/reference.hpp"
 
 #include <et/et.hpp>
 

@@ -1,8 +1,8 @@
 // Fault injection on the CPU: every allocation of a step made to fail in turn
-// (et::testing::FailAllocation, tests/cpu/faults.hpp): each failure is an et::OutOfMemory,
+// (et::testing::FailAllocation, tests/common/faults.hpp): each failure is an et::OutOfMemory,
 // leaks nothing, and the step right after it gives the right answer.
-#include "faults.hpp"
-#include "reference.hpp"
+#include "../common/faults.hpp"
+#include "../common/reference.hpp"
 
 #include <et/et.hpp>
 

@@ -2,7 +2,7 @@
 // values against references computed from coordinates in double, edge shapes (extent 0
 // and 1, odd, transposed and strided inputs and indices), the messages of bad input, and
 // gradients against central differences.
-#include "gradcheck.hpp"
+#include "../common/gradcheck.hpp"
 
 #include <et/et.hpp>
 
@@ -170,7 +170,7 @@ TEST_CASE("sort is stable, puts NaN last, and gives each value's position", "[sc
 }
 
 TEST_CASE("the GPU's sort keys order values as the CPU's comparison does", "[scan]") {
-  // The CUDA sort sorts unsigned keys (ops/index_ops.hpp): their order must be sorts_before's.
+  // The CUDA sort sorts unsigned keys (backend/index_ops.hpp): their order must be sorts_before's.
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   const std::vector<double> doubles{-inf, -1e300, -2.5, -1e-310, -0.0, 0.0, 1e-310, 3.0, 1e300, inf, nan, -nan};
   for (double a : doubles)

@@ -1,6 +1,6 @@
 // Interop on the CPU: from_blob (borrowed and owned memory, strides, bad input), DLPack
 // export and import (through the DLPack structs themselves), and Eigen views both ways.
-#include "reference.hpp"
+#include "../common/reference.hpp"
 
 #include <et/et.hpp>
 #include <et/interop/dlpack.hpp>

@@ -1,7 +1,7 @@
 // cat, stack, pad and one_hot on the CPU: values against references built from
 // coordinates, edge shapes (empty parts, extent 0, rank 0 parts, non-contiguous inputs),
 // the messages of bad input, and gradients against central differences.
-#include "gradcheck.hpp"
+#include "../common/gradcheck.hpp"
 
 #include <et/et.hpp>
 #include <et/ops/join.hpp>

@@ -2,7 +2,7 @@
 // element type, odd and degenerate shapes, batches of 1 and 5 with broadcasting,
 // transposed and sliced operands read in place (counted), the lowering of expressions
 // around products, and the shape errors.
-#include "matmul_reference.hpp"
+#include "../common/matmul_reference.hpp"
 
 #include <et/et.hpp>
 

@@ -2,8 +2,8 @@
 // module_cases.hpp, loader_cases.hpp), and the
 // safetensors format: byte-exact against the reference implementation's own test vectors,
 // round trips through modules, and every kind of bad file.
-#include "loader_cases.hpp"
-#include "module_cases.hpp"
+#include "../common/loader_cases.hpp"
+#include "../common/module_cases.hpp"
 
 #include <catch2/catch.hpp>
 

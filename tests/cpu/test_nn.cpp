@@ -1,5 +1,5 @@
 // Losses on the CPU (the cases are shared with the GPU tests: loss_cases.hpp).
-#include "loss_cases.hpp"
+#include "../common/loss_cases.hpp"
 
 #include <catch2/catch.hpp>
 

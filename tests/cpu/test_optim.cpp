@@ -1,6 +1,6 @@
 // Optimizers on the CPU (the cases are shared with the GPU tests: optim_cases.hpp).
-#include "fold_cases.hpp"
-#include "optim_cases.hpp"
+#include "../common/fold_cases.hpp"
+#include "../common/optim_cases.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "reference.hpp"
+#include "../common/reference.hpp"
 
 TEST_CASE("Pinned is a host device named cpu:pinned whose expressions evaluate on the CPU", "[pinned]") {
   STATIC_REQUIRE(et::Device<et::Pinned>);

@@ -1,7 +1,7 @@
 // Printing tensors (et/io/print.hpp): the exact text for each kind of value, summarized
 // large tensors (only the shown elements are read), views, wrapping, and the undefined,
 // empty and rank-0 cases.
-#include "reference.hpp"
+#include "../common/reference.hpp"
 
 #include <et/et.hpp>
 #include <et/io/print.hpp>

@@ -1,14 +1,14 @@
-// Randomized differential tests on the CPU (tests/cpu/random_cases.hpp): fused expressions
+// Randomized differential tests on the CPU (tests/common/random_cases.hpp): fused expressions
 // over random shapes, broadcasts, layouts and element types against double precision,
 // mixed element types (random_promotion_cases.hpp), chains of views
 // (random_view_cases.hpp), the indexing operations and matrix products
 // (random_index_cases.hpp, random_matmul_cases.hpp). Convolution, pooling and gradients
 // are in test_random_nn.cpp.
-#include "random_cases.hpp"
-#include "random_index_cases.hpp"
-#include "random_matmul_cases.hpp"
-#include "random_promotion_cases.hpp"
-#include "random_view_cases.hpp"
+#include "../common/random_cases.hpp"
+#include "../common/random_index_cases.hpp"
+#include "../common/random_matmul_cases.hpp"
+#include "../common/random_promotion_cases.hpp"
+#include "../common/random_view_cases.hpp"
 
 TEST_CASE("random fused expressions match double precision on the CPU", "[random][expr]") {
   test::run_elementwise_family("cpu", et::cpu);

@@ -2,9 +2,9 @@
 // convolution and pooling against double-precision loops (random_conv_cases.hpp), and
 // autograd's gradients against directional differences (random_grad_cases.hpp; every
 // differentiable operation on its own: random_op_grad_cases.hpp).
-#include "random_conv_cases.hpp"
-#include "random_grad_cases.hpp"
-#include "random_op_grad_cases.hpp"
+#include "../common/random_conv_cases.hpp"
+#include "../common/random_grad_cases.hpp"
+#include "../common/random_op_grad_cases.hpp"
 
 TEST_CASE("random convolutions and their gradients match double precision on the CPU", "[random][conv]") {
   test::run_conv_family("cpu", et::cpu);

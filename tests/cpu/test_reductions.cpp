@@ -1,7 +1,7 @@
 // Reductions on the CPU against double-precision loops: every reduction, over all
 // elements and over each axis, on random data with edge shapes, non-contiguous and
 // broadcast operands, and the empty/NaN rules.
-#include "reference.hpp"
+#include "../common/reference.hpp"
 
 #include <et/et.hpp>
 

@@ -1,7 +1,7 @@
 // Shared subexpressions on the CPU: evaluated once per element, correct for any operands.
 #include <catch2/catch.hpp>
 
-#include "sharing_cases.hpp"
+#include "../common/sharing_cases.hpp"
 
 TEST_CASE("a subexpression used twice per level is computed once (depth 6)", "[expr][sharing]") {
   const std::int64_t n = GENERATE(0, 1, 7, 1000, 65537);

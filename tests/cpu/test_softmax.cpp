@@ -1,5 +1,5 @@
 // softmax, log_softmax and logsumexp on the CPU (the cases: softmax_cases.hpp).
-#include "softmax_cases.hpp"
+#include "../common/softmax_cases.hpp"
 
 TEST_CASE("softmax, log_softmax and logsumexp match a long double reference", "[softmax]") {
   test::check_row_op_shapes<et::Cpu, double>();

@@ -1,7 +1,7 @@
 // No-copy views on the CPU: layouts (shape, strides, offset) and values against a host
 // reference built from coordinates alone (never from strides), shared storage, views of
 // views, write-through, aliasing, and the messages of bad input.
-#include "reference.hpp"
+#include "../common/reference.hpp"
 
 #include <et/et.hpp>
 

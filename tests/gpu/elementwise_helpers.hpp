@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../common/reference.hpp"
 #include "cupti_counter.hpp"
 
 namespace {
@@ -25,14 +26,14 @@ using Gpu = et::Cuda<0>;
 using Catch::Matchers::Contains;
 
 // ---------------------------------------------------------------------------------
-// Host data and comparisons
+// Host data and comparisons (Tolerance, check_close and random_values: ../common/reference.hpp)
 // ---------------------------------------------------------------------------------
 
-/// |got - expected| <= abs + rel * |expected|. NaN matches only NaN; infinities only themselves.
-struct Tolerance {
-  double rel = 0, abs = 0;
-};
-constexpr Tolerance exact{};
+using test::as_doubles;
+using test::check_close;
+using test::exact;
+using test::random_values;
+using test::Tolerance;
 
 // Float: one correctly rounded operation is within 6e-8 relative; short chains and
 // cancellation near zero need an absolute floor. CUDA's float math functions are within
@@ -53,57 +54,6 @@ template <class T>
 constexpr Tolerance chain_tolerance() {
   if constexpr (std::is_same_v<T, float>) return {2e-5, 5e-6};
   else return {1e-12, 1e-13};
-}
-
-inline bool close(double got, double expected, Tolerance tol) {
-  if (std::isnan(expected)) return std::isnan(got);
-  if (std::isinf(expected)) return got == expected;
-  return std::fabs(got - expected) <= tol.abs + tol.rel * std::fabs(expected);
-}
-
-/// One assertion for a whole result; on failure it names how many elements differ and
-/// the first of them.
-template <class R>
-void check_close(const std::vector<R>& got, const std::vector<double>& expected, Tolerance tol,
-                 const char* against) {
-  REQUIRE(got.size() == expected.size());
-  std::size_t mismatches = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (!close(static_cast<double>(got[i]), expected[i], tol) && mismatches++ == 0) first = i;
-  }
-  std::ostringstream report;
-  report.precision(17);
-  report << against << ": " << mismatches << " of " << got.size() << " elements outside rel " << tol.rel
-         << " + abs " << tol.abs;
-  if (mismatches) report << "; first at index " << first << ": got " << static_cast<double>(got[first])
-                         << ", expected " << expected[first];
-  INFO(report.str());
-  CHECK(mismatches == 0);
-}
-
-template <class R>
-std::vector<double> as_doubles(const std::vector<R>& values) {
-  std::vector<double> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = static_cast<double>(values[i]);
-  return out;
-}
-
-/// Seeded host values in [lo, hi] (integers), [lo, hi) (floating), or fair coins (bool).
-template <class T>
-std::vector<T> random_values(std::size_t n, std::uint64_t seed, double lo, double hi) {
-  std::mt19937_64 engine(seed);
-  std::vector<T> out(n);
-  if constexpr (std::is_same_v<T, bool>) {
-    std::bernoulli_distribution coin(0.5);
-    for (std::size_t i = 0; i < n; ++i) out[i] = coin(engine);
-  } else if constexpr (std::is_integral_v<T>) {
-    std::uniform_int_distribution<long long> dist(static_cast<long long>(lo), static_cast<long long>(hi));
-    for (auto& v : out) v = static_cast<T>(dist(engine));
-  } else {
-    std::uniform_real_distribution<double> dist(lo, hi);
-    for (auto& v : out) v = static_cast<T>(dist(engine));
-  }
-  return out;
 }
 
 /// The same values three ways: on the host (for the reference), on the GPU, on the CPU backend.

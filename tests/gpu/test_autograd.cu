@@ -1,9 +1,9 @@
-// Autograd on the GPU: the gradient checks of tests/cpu/autograd_cases.hpp on CUDA, and
+// Autograd on the GPU: the gradient checks of tests/common/autograd_cases.hpp on CUDA, and
 // the fused backward's kernel count, from CUPTI: the backward of one recorded expression
 // is ONE kernel for all of its inputs, plus one reduction per broadcast input; a stack of
 // linear layers backpropagates through cuBLASLt calls alone.
-#include "../cpu/autograd_cases.hpp"
-#include "../cpu/version_cases.hpp"
+#include "../common/autograd_cases.hpp"
+#include "../common/version_cases.hpp"
 #include "cupti_counter.hpp"
 
 #include <et/et.hpp>

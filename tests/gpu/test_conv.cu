@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "../common/reference.hpp"
+
 namespace {
 
 using Gpu = et::Cuda<0>;
@@ -31,11 +33,8 @@ double tolerance() {
 
 template <class T>
 et::Tensor<T, 4, et::Cpu> random_cpu(const et::Shape<4>& shape, std::uint64_t seed) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  std::vector<T> values(static_cast<std::size_t>(shape[0] * shape[1] * shape[2] * shape[3]));
-  for (auto& v : values) v = static_cast<T>(dist(engine));
-  return et::from_vector(et::cpu, values, shape);
+  const auto count = static_cast<std::size_t>(shape[0] * shape[1] * shape[2] * shape[3]);
+  return et::from_vector(et::cpu, test::random_values<T>(count, seed, -1.0, 1.0), shape);
 }
 
 /// An nchw-ordered shape in the layout's axis order.
@@ -45,39 +44,31 @@ et::Shape<4> in_layout(const et::Shape<4>& nchw, et::Layout layout) {
 
 template <class T, class D>
 std::vector<double> values_of(const et::Tensor<T, 4, D>& t) {
-  const auto v = t.to_vector();
-  return std::vector<double>(v.begin(), v.end());
+  return test::as_doubles(t.to_vector());
 }
 
 /// Every element within `tolerance` times the larger of 1 and the largest |expected|.
 template <class T, class D>
 void check_close(const et::Tensor<T, 4, D>& got, const et::Tensor<T, 4, et::Cpu>& expected, double tolerance) {
   REQUIRE(got.shape() == expected.shape());
-  const auto g = values_of(got), e = values_of(expected);
-  double scale = 1;
-  for (double v : e) scale = std::max(scale, std::fabs(v));
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    if (!(std::fabs(g[i] - e[i]) <= tolerance * scale)) {
-      CAPTURE(i, g[i], e[i], tolerance, scale);
-      FAIL("the GPU result differs from the CPU result");
-    }
-  }
+  test::check_scaled_close(values_of(got), values_of(expected), tolerance,
+                           "the GPU result differs from the CPU result");
 }
 
-struct ConvCase {
+struct CudnnConvCase {
   et::Shape<4> x_nchw, w_nchw;  // [N, C, H, W] and [K, C/groups, R, S]
   et::Conv2dOptions options;
   bool bias;
 };
 
-const std::vector<ConvCase> conv_cases = {
+const std::vector<CudnnConvCase> conv_cases = {
     {{2, 8, 9, 7}, {8, 4, 3, 3}, {.padding = {1, 1}, .groups = 2}, true},
     {{1, 6, 10, 11}, {4, 6, 5, 3}, {.stride = {2, 3}, .padding = {2, 1}, .dilation = {1, 2}}, false},
     {{3, 16, 8, 8}, {16, 1, 3, 3}, {.stride = {2, 2}, .padding = {1, 1}, .groups = 16}, true},  // depthwise
 };
 
 template <class T>
-void check_convolution(const ConvCase& cc, et::Layout layout) {
+void check_convolution(const CudnnConvCase& cc, et::Layout layout) {
   et::Conv2dOptions options = cc.options;
   options.layout = layout;
   options.allow_tf32 = false;
@@ -97,19 +88,19 @@ void check_convolution(const ConvCase& cc, et::Layout layout) {
               et::conv2d_backward_filter(x, dy, w.shape(), options), tolerance<T>());
 }
 
-struct PoolCase {
+struct CudnnPoolCase {
   et::Shape<4> x_nchw;
   et::Pool2dOptions options;
 };
 
-const std::vector<PoolCase> pool_cases = {
+const std::vector<CudnnPoolCase> pool_cases = {
     {{2, 3, 9, 7}, {.kernel = {2, 2}}},
     {{1, 4, 8, 8}, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}},
     {{2, 5, 7, 6}, {.kernel = {3, 2}, .stride = {1, 2}, .padding = {1, 1}, .count_include_pad = false}},
 };
 
 template <class T>
-void check_pooling(const PoolCase& pc, et::Layout layout) {
+void check_pooling(const CudnnPoolCase& pc, et::Layout layout) {
   et::Pool2dOptions options = pc.options;
   options.layout = layout;
   // Distinct values (a shuffled ramp): every window has a single maximum, so the gradient
@@ -154,7 +145,7 @@ TEST_CASE("conv2d and its gradients on the GPU match the CPU", "[conv][slow]") {
 
 // Two grouped nchw geometries on which one of cuDNN's engines stores misaligned (a
 // sticky CUDA fault that ended the process); cudnn_conv.hpp's known_to_fault leaves it out.
-const std::vector<ConvCase> faulting_cases = {
+const std::vector<CudnnConvCase> faulting_cases = {
     {{2, 4, 2, 8}, {4, 2, 1, 4}, {.stride = {3, 2}, .dilation = {1, 2}, .groups = 2}, false},
     {{2, 4, 6, 6}, {4, 2, 4, 4}, {.stride = {3, 3}, .padding = {0, 1}, .dilation = {1, 2}, .groups = 2}, false},
 };

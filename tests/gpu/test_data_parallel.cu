@@ -2,7 +2,7 @@
 // sees every GPU: scripts/gpu-check runs this on all the GPUs of the machine, and the
 // [multi-gpu] cases only where it has two. DataParallel runs on every GPU seen
 // (with_visible_devices), so on one GPU it is a set of one, and on two it splits every batch.
-#include "../cpu/device_set_cases.hpp"
+#include "../common/device_set_cases.hpp"
 
 #include <et/dist.hpp>
 #include <et/nn.hpp>

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "../common/random_values.hpp"
+
 namespace {
 
 using Gpu = et::Cuda<0>;
@@ -84,14 +86,7 @@ constexpr double type_rel() {
   else return 1e-5;  // float: CUDA's math functions are within a few ulp
 }
 
-template <class T>
-std::vector<T> random_values(std::size_t n, std::uint64_t seed, double lo, double hi) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<T> out(n);
-  for (auto& v : out) v = static_cast<T>(dist(engine));
-  return out;
-}
+using test::random_values;
 
 /// Evaluates make(...) over GPU tensors and over CPU tensors of the same values.
 template <class Make, class... Hs>

@@ -1,5 +1,5 @@
 // Fault injection on the GPU: every allocation of a step made to fail in turn
-// (et::testing::FailAllocation, tests/cpu/faults.hpp): each failure is an et::OutOfMemory,
+// (et::testing::FailAllocation, tests/common/faults.hpp): each failure is an et::OutOfMemory,
 // leaks nothing from etensor's pool, and the step right after it gives the right answer.
 // Each step runs once before its sweep, so that the caches it fills on first use (the
 // cuBLASLt workspace of the stream, cuDNN's plans) are in place: the sweep covers the
@@ -7,8 +7,8 @@
 //
 // And a kernel that traps (issue 47): in a child process, which the test starts from this
 // same executable, so that the trap poisons the child's CUDA context and not this one.
-#include "../cpu/faults.hpp"
-#include "../cpu/reference.hpp"
+#include "../common/faults.hpp"
+#include "../common/reference.hpp"
 #include "trap_child.hpp"
 
 #include <et/et.hpp>

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../cpu/reference.hpp"
+#include "../common/reference.hpp"
 #include "cupti_counter.hpp"
 
 namespace {

@@ -13,8 +13,8 @@
 #include <limits>
 #include <vector>
 
-#include "../cpu/reference.hpp"
-#include "../cpu/version_cases.hpp"
+#include "../common/reference.hpp"
+#include "../common/version_cases.hpp"
 
 using Catch::Matchers::Contains;
 

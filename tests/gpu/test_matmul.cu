@@ -10,7 +10,7 @@
 #include <random>
 #include <string>
 
-#include "../cpu/matmul_reference.hpp"
+#include "../common/matmul_reference.hpp"
 #include "cupti_counter.hpp"
 
 using Catch::Matchers::Contains;

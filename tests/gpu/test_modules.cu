@@ -1,9 +1,9 @@
-// Modules and the data loader on the GPU: the cases of tests/cpu/module_cases.hpp and
+// Modules and the data loader on the GPU: the cases of tests/common/module_cases.hpp and
 // loader_cases.hpp on CUDA (the same initialization, dropout masks and shuffles as the
 // CPU's are part of them), save/load of a module that lives on the GPU, and batches used
 // on a stream of the user's.
-#include "../cpu/loader_cases.hpp"
-#include "../cpu/module_cases.hpp"
+#include "../common/loader_cases.hpp"
+#include "../common/module_cases.hpp"
 
 #include <et/nn.hpp>
 

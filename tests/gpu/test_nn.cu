@@ -1,7 +1,7 @@
-// Losses on the GPU: the cases of tests/cpu/loss_cases.hpp on CUDA; cross_entropy's
+// Losses on the GPU: the cases of tests/common/loss_cases.hpp on CUDA; cross_entropy's
 // forward and backward as ONE kernel each (CUPTI-counted); the forward's last-block mean
 // over many blocks, whole-block rows, repeated calls, two streams and a CUDA graph.
-#include "../cpu/loss_cases.hpp"
+#include "../common/loss_cases.hpp"
 #include "cupti_counter.hpp"
 
 #include <et/et.hpp>

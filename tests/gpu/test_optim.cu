@@ -1,7 +1,7 @@
-// Optimizers on the GPU: the cases of tests/cpu/optim_cases.hpp on CUDA, and one step of
+// Optimizers on the GPU: the cases of tests/common/optim_cases.hpp on CUDA, and one step of
 // every parameter as ONE kernel (CUPTI-counted), as PyTorch's fused optimizers.
-#include "../cpu/fold_cases.hpp"
-#include "../cpu/optim_cases.hpp"
+#include "../common/fold_cases.hpp"
+#include "../common/optim_cases.hpp"
 #include "cupti_counter.hpp"
 
 #include <et/et.hpp>

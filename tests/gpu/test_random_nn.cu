@@ -5,9 +5,9 @@
 // new cuDNN configuration); the others take ET_RANDOM_CASES (on an H200, 10^5 pooling cases
 // took 15 s, 10^4 gradient cases 6 s).
 #define ET_WITH_CUB 1  // cumsum, sort and topk on the GPU (ops/scan.hpp), for the operations' family
-#include "../cpu/random_conv_cases.hpp"
-#include "../cpu/random_grad_cases.hpp"
-#include "../cpu/random_op_grad_cases.hpp"
+#include "../common/random_conv_cases.hpp"
+#include "../common/random_grad_cases.hpp"
+#include "../common/random_op_grad_cases.hpp"
 
 // [slow]: cuDNN's plan searches for 3 x 10^4 configurations (272 s on an H200), left out of
 // gpu-check's sanitizer runs; [long]: gpu-check runs it in a step of its own.

@@ -13,21 +13,13 @@
 #include <random>
 #include <vector>
 
+#include "../common/random_values.hpp"
 #include "cupti_counter.hpp"
-#include "../cpu/softmax_cases.hpp"
+#include "../common/softmax_cases.hpp"
 
 namespace {
 
 using Gpu = et::Cuda<0>;
-
-template <class T>
-std::vector<T> random_vector(std::size_t n, std::uint64_t seed, double lo = -2, double hi = 2) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<T> out(n);
-  for (auto& v : out) v = static_cast<T>(dist(engine));
-  return out;
-}
 
 /// Row-major [outer, length, inner] reduced along the middle axis in double precision.
 template <class F>
@@ -49,8 +41,8 @@ TEST_CASE("full reductions on the GPU", "[reductions]") {
   // 1000, 3000, 4096: one launch (one block finishes); 4097 and up: block partials, then a finish.
   const std::int64_t n = GENERATE(1, 3, 1000, 3000, 4096, 4097, 1000003, (std::int64_t{1} << 24) + 3);
   CAPTURE(n);
-  const auto values = random_vector<float>(static_cast<std::size_t>(n), 7 + static_cast<std::uint64_t>(n));
-  const auto others = random_vector<float>(static_cast<std::size_t>(n), 8 + static_cast<std::uint64_t>(n));
+  const auto values = test::random_values<float>(static_cast<std::size_t>(n), 7 + static_cast<std::uint64_t>(n), -2, 2);
+  const auto others = test::random_values<float>(static_cast<std::size_t>(n), 8 + static_cast<std::uint64_t>(n), -2, 2);
   const auto x = et::from_vector(et::cuda<0>, values, {n});
   const auto y = et::from_vector(et::cuda<0>, others, {n});
   double sum = 0, magnitude = 0, sq = 0, max = -INFINITY, min = INFINITY, diff_sq = 0;
@@ -102,7 +94,7 @@ TEST_CASE("axis reductions: rows, columns, chunked columns", "[reductions]") {
   const auto shape = GENERATE(et::Shape<3>{1, 1, 1}, et::Shape<3>{3, 5, 7}, et::Shape<3>{2, 1000, 64},
                               et::Shape<3>{1, 4097, 3}, et::Shape<3>{5, 33, 1000}, et::Shape<3>{1, 16384, 40});
   CAPTURE(shape);
-  const auto values = random_vector<float>(static_cast<std::size_t>(shape[0] * shape[1] * shape[2]), 99);
+  const auto values = test::random_values<float>(static_cast<std::size_t>(shape[0] * shape[1] * shape[2]), 99, -2, 2);
   const auto xg = et::from_vector(et::cuda<0>, values, shape);
   const auto xc = et::from_vector(et::cpu, values, shape);
   for (int axis = 0; axis < 3; ++axis) {
@@ -135,7 +127,7 @@ TEST_CASE("axis reductions: rows, columns, chunked columns", "[reductions]") {
 TEST_CASE("axis reductions of transposed (strided) operands", "[reductions]") {
   const std::int64_t rows = GENERATE(1, 31, 300), cols = GENERATE(1, 17, 1000);
   CAPTURE(rows, cols);
-  const auto values = random_vector<double>(static_cast<std::size_t>(rows * cols), 3);
+  const auto values = test::random_values<double>(static_cast<std::size_t>(rows * cols), 3, -2, 2);
   const auto base = et::from_vector(et::cuda<0>, values, {cols, rows});
   const et::Tensor<double, 2, Gpu> t(base.storage(), 0, {rows, cols}, {1, rows});
   const auto host_base = et::from_vector(et::cpu, values, {cols, rows});
@@ -182,7 +174,7 @@ TEST_CASE("empty inputs and NaN on the GPU", "[reductions]") {
   CHECK(et::sum(empty, 0).to_vector() == std::vector<float>{0, 0, 0, 0});
   CHECK_THROWS_AS(et::argmax(empty, 0), et::ShapeError);
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> values = random_vector<float>(3 * 5000, 2);
+  std::vector<float> values = test::random_values<float>(3 * 5000, 2, -2, 2);
   values[2 * 5000 + 4321] = nan;
   const auto x = et::from_vector(et::cuda<0>, values, {3, 5000});
   CHECK(std::isnan(et::max(x).item()));

@@ -17,28 +17,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "../common/random_values.hpp"
+
 namespace {
 
 using Gpu = et::Cuda<0>;
 using Catch::Matchers::Contains;
-
-template <class T>
-std::vector<T> random_values(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 engine(seed);
-  std::vector<T> out(n);
-  if constexpr (std::is_same_v<T, bool>) {
-    std::bernoulli_distribution coin(0.5);
-    for (std::size_t i = 0; i < n; ++i) out[i] = coin(engine);
-  } else if constexpr (std::is_integral_v<T>) {
-    std::uniform_int_distribution<long long> dist(static_cast<long long>(std::numeric_limits<T>::min()),
-                                                  static_cast<long long>(std::numeric_limits<T>::max()));
-    for (auto& v : out) v = static_cast<T>(dist(engine));
-  } else {
-    std::normal_distribution<T> dist(0, 100);
-    for (auto& v : out) v = dist(engine);
-  }
-  return out;
-}
 
 /// Bitwise equality of two element sequences (NaN payloads and signed zeros included).
 template <class T>
@@ -101,7 +85,7 @@ TEMPLATE_TEST_CASE("to() round-trips cpu -> cuda:0 -> cpu for every element type
   using T = TestType;
   const auto shape = GENERATE(values<std::array<std::int64_t, 2>>({{0, 3}, {3, 0}, {1, 1}, {1, 7}, {17, 33}, {1001, 999}}));
   CAPTURE(shape[0], shape[1]);
-  const std::vector<T> host = random_values<T>(elements(shape), 100 + elements(shape));
+  const std::vector<T> host = test::random_values<T>(elements(shape), 100 + elements(shape), test::wide);
   const auto on_cpu = et::from_vector(et::cpu, host, shape);
   const et::Tensor<T, 2, Gpu> on_gpu = on_cpu.to(et::cuda<0>);
   const et::Tensor<T, 2, et::Cpu> back = on_gpu.to(et::cpu);
@@ -116,7 +100,7 @@ TEMPLATE_TEST_CASE("to() round-trips cpu -> cuda:0 -> cpu for every element type
 
 TEST_CASE("to() of a non-contiguous view keeps its layout and values", "[runtime][copy]") {
   const std::int64_t rows = 37, cols = 53;
-  const std::vector<double> host = random_values<double>(static_cast<std::size_t>(rows * cols), 200);
+  const std::vector<double> host = test::random_values<double>(static_cast<std::size_t>(rows * cols), 200, test::wide);
   const auto base = et::from_vector(et::cuda<0>, host, {rows, cols});
   // Its transpose [cols, rows] and its row 5 with every second element, both views of base.
   const et::Tensor<double, 2, Gpu> transposed(base.storage(), 0, {cols, rows}, {1, cols});
@@ -133,7 +117,7 @@ TEST_CASE("to() of a non-contiguous view keeps its layout and values", "[runtime
 }
 
 TEST_CASE("to() the same device shares storage; clone() deep-copies", "[runtime][copy]") {
-  const std::vector<float> host = random_values<float>(1000, 300);
+  const std::vector<float> host = test::random_values<float>(1000, 300, test::wide);
   const auto x = et::from_vector(et::cuda<0>, host);
   const auto same = x.to(et::cuda<0>);
   CHECK(same.storage() == x.storage());
@@ -160,7 +144,7 @@ TEST_CASE("to() the same device shares storage; clone() deep-copies", "[runtime]
 
 TEST_CASE("peer copies cuda:0 -> cuda:1", "[runtime][copy][multi-gpu]") {
   REQUIRE(et::device_count() >= 2);  // scripts/gpu-check runs [multi-gpu] only where it sees two GPUs
-  const std::vector<float> host = random_values<float>(100003, 400);
+  const std::vector<float> host = test::random_values<float>(100003, 400, test::wide);
   const auto x = et::from_vector(et::cuda<0>, host);
   const et::Tensor<float, 1, et::Cuda<1>> on_one = x.to(et::cuda<1>);
   CHECK(on_one.to_vector() == host);
@@ -246,7 +230,7 @@ TEST_CASE("item() and to_vector()", "[runtime]") {
   CHECK(et::full<std::int64_t>(et::cuda<0>, {1, 1}, -42).item() == -42);
   CHECK(et::full<bool>(et::cuda<0>, {1}, true).item() == true);
 
-  const std::vector<std::int32_t> host = random_values<std::int32_t>(12, 500);
+  const std::vector<std::int32_t> host = test::random_values<std::int32_t>(12, 500, test::wide);
   const auto x = et::from_vector(et::cuda<0>, host, {3, 4});
   CHECK(x.to_vector() == host);
   CHECK_THROWS_AS(x.item(), et::ShapeError);
@@ -300,7 +284,7 @@ TEST_CASE("allocating more than the device holds throws et::OutOfMemory, and the
   CHECK(thrown);
   CHECK(cudaGetLastError() == cudaSuccess);
 
-  const std::vector<float> host = random_values<float>(1 << 20, 600);
+  const std::vector<float> host = test::random_values<float>(1 << 20, 600, test::wide);
   const auto x = et::from_vector(et::cuda<0>, host);
   const et::Tensor<float, 1, Gpu> y = x * 2 + 1;
   std::vector<float> expected(host.size());

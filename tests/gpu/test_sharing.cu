@@ -1,4 +1,4 @@
-// Shared subexpressions on the GPU: the same cases as the CPU (tests/cpu/sharing_cases.hpp),
+// Shared subexpressions on the GPU: the same cases as the CPU (tests/common/sharing_cases.hpp),
 // plus the launch counts from CUPTI: a DAG is one kernel, and a use of a shared node with
 // other operands than its first use costs one materialization kernel before it.
 #include <catch2/catch.hpp>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <string>
 
-#include "../cpu/sharing_cases.hpp"
+#include "../common/sharing_cases.hpp"
 #include "cupti_counter.hpp"
 
 namespace {

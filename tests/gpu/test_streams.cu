@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "../cpu/reference.hpp"
+#include "../common/reference.hpp"
 
 namespace {
 

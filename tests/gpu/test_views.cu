@@ -15,20 +15,13 @@
 #include <tuple>
 #include <vector>
 
+#include "../common/random_values.hpp"
 #include "cupti_counter.hpp"
 
 namespace {
 
 using Gpu = et::Cuda<0>;
 using Catch::Matchers::Contains;
-
-std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(-3.0, 3.0);
-  std::vector<float> out(n);
-  for (auto& v : out) v = static_cast<float>(dist(engine));
-  return out;
-}
 
 bool ran_kernel_named(const test::Launches& seen, const std::string& name) {
   return std::any_of(seen.kernel_names.begin(), seen.kernel_names.end(),
@@ -56,7 +49,7 @@ TEST_CASE("views of CUDA tensors read what the same views of CPU tensors read, a
   const auto shape = GENERATE(values<et::Shape<3>>({{4, 6, 5}, {1, 7, 1}, {3, 0, 2}}));
   const auto [s0, s1, s2] = shape;
   CAPTURE(s0, s1, s2);
-  const auto host = random_floats(static_cast<std::size_t>(s0 * s1 * s2), 10);
+  const auto host = test::random_values<float>(static_cast<std::size_t>(s0 * s1 * s2), 10);
   const auto g = et::from_vector(et::cuda<0>, host, shape);
   const auto c = et::from_vector(et::cpu, host, shape);
   const auto& storage = g.storage();
@@ -79,10 +72,10 @@ TEST_CASE("views of CUDA tensors read what the same views of CPU tensors read, a
 }
 
 TEST_CASE("writing into views of CUDA tensors writes into the base", "[views]") {
-  const auto host = random_floats(40, 20);
+  const auto host = test::random_values<float>(40, 20);
   auto g = et::from_vector(et::cuda<0>, host, {5, 8});
   auto c = et::from_vector(et::cpu, host, {5, 8});
-  const auto y_host = random_floats(20, 21);
+  const auto y_host = test::random_values<float>(20, 21);
   const auto yg = et::from_vector(et::cuda<0>, y_host, {5, 4});
   const auto yc = et::from_vector(et::cpu, y_host, {5, 4});
 
@@ -107,7 +100,7 @@ TEST_CASE("writing into views of CUDA tensors writes into the base", "[views]") 
 }
 
 TEST_CASE("contiguous() and reshape() copy CUDA tensors only when they must", "[views][cupti]") {
-  const auto host = random_floats(63, 30);
+  const auto host = test::random_values<float>(63, 30);
   const auto g = et::from_vector(et::cuda<0>, host, {7, 9});
   const auto c = et::from_vector(et::cpu, host, {7, 9});
 
@@ -142,7 +135,7 @@ TEST_CASE("contiguous() and reshape() copy CUDA tensors only when they must", "[
 TEST_CASE("x = x.transpose(0, 1) and in-place transposes of square CUDA matrices", "[views][assign]") {
   const std::int64_t n = GENERATE(1, 7, 300);
   CAPTURE(n);
-  const auto host = random_floats(static_cast<std::size_t>(n * n), 40 + static_cast<std::uint64_t>(n));
+  const auto host = test::random_values<float>(static_cast<std::size_t>(n * n), 40 + static_cast<std::uint64_t>(n));
   std::vector<float> transposed(host.size());
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t j = 0; j < n; ++j)
@@ -171,8 +164,8 @@ TEST_CASE("an expression over a stepped slice and an expanded operand runs one s
   const auto extents = GENERATE(values<std::array<std::int64_t, 2>>({{1, 1}, {67, 129}, {1000, 1003}}));
   const std::int64_t m = extents[0], n = extents[1];
   CAPTURE(m, n);
-  const auto a_host = random_floats(static_cast<std::size_t>(m * 2 * n), 50);
-  const auto c_host = random_floats(static_cast<std::size_t>(n), 51);
+  const auto a_host = test::random_values<float>(static_cast<std::size_t>(m * 2 * n), 50);
+  const auto c_host = test::random_values<float>(static_cast<std::size_t>(n), 51);
   const auto a = et::from_vector(et::cuda<0>, a_host, {m, 2 * n});
   const auto c = et::from_vector(et::cuda<0>, c_host, {n});
 

@@ -1,5 +1,5 @@
 // The recorded graph and the engine that runs it backwards. Every recorded operation is a
-// Node (autograd/meta.hpp) that derives from the GradSink of its output's type, which
+// Node (tensor/meta.hpp) that derives from the GradSink of its output's type, which
 // accumulates the gradients its consumers send. A leaf that requires grad is reached
 // through its AccumulateGrad node, which adds into the leaf's grad(). `backward()` runs the
 // nodes reachable from the root once each, every node after all of its consumers (later
@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "et/autograd/meta.hpp"
-#include "et/expr/assign.hpp"
+#include "et/exec/assign.hpp"
 #include "et/tensor.hpp"
+#include "et/tensor/meta.hpp"
 
 namespace et::detail {
 

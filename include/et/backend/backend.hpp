@@ -1,21 +1,40 @@
 // The one place that decides which code computes on a device. Each kind of device has a
-// backend tag, and every operation reaches its device through the tag alone:
-//
-//   run_elementwise(backend<D>, dst, expr);        // expr/assign.hpp
-//   reduce_into(backend<D>, Op{}, expr, out);      // ops/reduce.hpp
-//   gemm(backend<D>, problem, mode, epilogue, bias) // ops/linalg.hpp
-//   conv_forward(backend<D>, geometry, ...);       // ops/nn.hpp
-//
-// The call is unqualified, so argument-dependent lookup picks the overload in the tag's
-// namespace:
+// backend tag, and every operation reaches its device through the tag alone: the call is
+// unqualified, so argument-dependent lookup picks the overload in the tag's namespace.
 //
 //   cpu_backend  (Cpu, Pinned)  OpenMP loops, Eigen GEMMs, im2col convolution: backend/cpu/
 //   cuda_backend (Cuda<I>)      etensor's kernels, cuBLASLt, cuDNN:            backend/cuda/
 //
+// The verbs: what a backend is asked, each the first argument `backend<D>`, and who asks.
+// A new kind of device is one tag here and an overload of each verb.
+//
+//   run_elementwise(b, dst, expr)                 dst = expr, one pass       exec/assign.hpp
+//   run_gradient(b, program, shape, linear)       a fused backward's pass    derivatives/fused.hpp
+//   reduce_into(b, op, expr, out)                 a reduction of all        ops/reduce.hpp
+//   reduce_axis_into(b, op, expr, problem, out)   a reduction over one axis  ops/reduce.hpp
+//   softmax_rows_into(b, kind, in, out, ...)      softmax / log-softmax /    ops/softmax.hpp
+//                                                 logsumexp along rows
+//   cross_entropy_into(b, x, labels, ...)         the fused loss and grad    nn/loss.hpp
+//   gemm(b, problem, mode, epilogue, buffers)     C = act(A B + bias)        ops/linalg.hpp
+//   conv_forward / conv_backward_data /           convolution (cuDNN,        ops/nn.hpp
+//     conv_backward_filter(b, geometry, ...)        im2col + GEMM)
+//   pool_forward / max_pool_backward /            max and average pooling    ops/nn.hpp
+//     avg_pool_backward(b, geometry, ...)
+//   scatter_add_into(b, out, index, src, g)       index_add / scatter_add    ops/index.hpp
+//   cumsum_rows(b, in, out, rows, length)         inclusive scans            ops/scan.hpp
+//   sort_rows(b, in, indices, rows, length, desc) sort / topk's order        ops/scan.hpp
+//   run_multi_tensor(b, list, update)             one optimizer step over    optim/optimizer.hpp
+//                                                 many tensors
+//
+// What the verbs take (problems, geometries, reduction and softmax kinds, math modes,
+// tensor lists) is described beside this file: backend/{gemm_problem, reduce_ops,
+// softmax_ops, index_ops, nn_shapes, math_mode, tensor_list}.hpp (docs/layers.txt: the
+// layer below the kernels and the backends themselves).
+//
 // In a file that nvcc does not compile (or without cuDNN, for convolution and pooling),
 // backend/cuda/unavailable.hpp and backend/cuda/nn.hpp give the CUDA overloads bodies that
 // stop compilation with an et: message instead. Operations hold no `#if` and no device
-// test of their own; a new kind of device is one tag here and its overloads.
+// test of their own.
 //
 // The stream a backend queues on is decided in one place as well: runtime/stream.hpp.
 #pragma once

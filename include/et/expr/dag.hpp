@@ -1,4 +1,4 @@
-// Internal (included by expr/program.hpp): which nodes of an expression the evaluator
+// Internal (included by eval/program.hpp): which nodes of an expression the evaluator
 // computes once per element (its "bindings"), decided from the types alone.
 #pragma once
 

@@ -6,7 +6,7 @@
 //
 // Beside its forward, a differentiable functor states its derivatives:
 // `partial<K>(out, args...)` is d out / d args[K] at these operands, given the forward's
-// result `out` (autograd/tape.hpp multiplies it into the adjoint). Points where the
+// result `out` (eval/tape.hpp multiplies it into the adjoint). Points where the
 // derivative does not exist take PyTorch's documented conventions (subgradients).
 #pragma once
 

@@ -81,7 +81,7 @@ inline constexpr std::uint64_t tree_ops_v = 0;
 
 /// Trees up to this many operations are held and evaluated as trees; larger ones are
 /// DAGs: their nodes live on the heap, shared by every copy (below), and the evaluator
-/// computes their shared subexpressions once per element (expr/program.hpp).
+/// computes their shared subexpressions once per element (eval/program.hpp).
 inline constexpr std::uint64_t sharing_threshold = 32;
 
 /// A reference-counted, immutable heap copy of T: what std::shared_ptr<const T> does,

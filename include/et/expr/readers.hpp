@@ -1,4 +1,4 @@
-// Internal (included by expr/evaluator.hpp): the per-element readers and the writer that
+// Internal (included by eval/evaluator.hpp): the per-element readers and the writer that
 // the CUDA kernels and the CPU loops call. A reader is a flat, trivially copyable struct
 // (pointers, strides, scalars) with three access modes:
 //   linear(i, ctx)       every operand is laid out like the contiguous output;
@@ -12,7 +12,7 @@
 //                        checks, division's slow path), which the compiler does not hoist
 //                        loads across, and a thread waited for memory once per operand.
 // `ctx` holds the values of the shared subexpressions computed earlier for the same
-// element (expr/program.hpp); a SlotReader hands one of them on instead of recomputing it.
+// element (eval/program.hpp); a SlotReader hands one of them on instead of recomputing it.
 #pragma once
 
 #include <cstdint>
@@ -325,7 +325,7 @@ struct SlotReader {
   friend bool same_reader(const SlotReader& a, const SlotReader& b) { return a.materialized == b.materialized; }
 };
 
-/// Calls f(slot) on every SlotReader inside a reader (expr/program.hpp patches them).
+/// Calls f(slot) on every SlotReader inside a reader (eval/program.hpp patches them).
 template <class Reader, class F>
 void for_each_slot(Reader&, F&) {}
 template <std::size_t K, class T, class F>

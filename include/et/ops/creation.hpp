@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "et/expr/assign.hpp"
+#include "et/exec/assign.hpp"
 #include "et/ops/random.hpp"
 
 namespace et {

@@ -25,7 +25,7 @@
 
 #include "et/autograd/graph.hpp"
 #include "et/backend/cpu/index.hpp"
-#include "et/expr/assign.hpp"
+#include "et/exec/assign.hpp"
 #include "et/ops/creation.hpp"
 #include "et/ops/reduce.hpp"
 

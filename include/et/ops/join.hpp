@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "et/autograd/views.hpp"
-#include "et/expr/assign.hpp"
+#include "et/exec/assign.hpp"
 #include "et/expr/operators.hpp"
 #include "et/layout.hpp"
 #include "et/ops/creation.hpp"

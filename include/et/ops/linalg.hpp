@@ -38,10 +38,10 @@
 
 #include "et/backend/cpu/gemm.hpp"
 #include "et/backend/gemm_problem.hpp"
-#include "et/expr/assign.hpp"
-#include "et/expr/lowering.hpp"
+#include "et/backend/math_mode.hpp"
+#include "et/exec/assign.hpp"
+#include "et/exec/lowering.hpp"
 #include "et/expr/operators.hpp"
-#include "et/ops/math_mode.hpp"
 #include "et/tensor.hpp"
 
 #if defined(ET_DEVICE_COMPILER)
@@ -410,7 +410,7 @@ void assign_with_matmul(Tensor<T, Rank, D>& dst, const E& expr) {
 /// until the result is assigned or evaluated (`Tensor z = et::matmul(a, b);`,
 /// `et::eval(...)`), and then through cuBLASLt on CUDA or Eigen on the CPU (see the top of
 /// this file for what fuses with what). `mode` governs float32 products on CUDA
-/// (ops/math_mode.hpp); it defaults to the calling thread's mode, read here.
+/// (backend/math_mode.hpp); it defaults to the calling thread's mode, read here.
 template <Expression A, Expression B>
 auto matmul(const A& a, const B& b, MathMode mode = math_mode()) {
   [[maybe_unused]] detail::same_devices<typename A::device_type, typename B::device_type> check;

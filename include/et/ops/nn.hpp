@@ -10,7 +10,7 @@
 //   a  = et::avg_pool2d(x, {.kernel = {3, 3}, .stride = {1, 1}, .padding = {1, 1}});
 //   dx = et::avg_pool2d_backward(da, x.shape(), options);
 //
-// Shapes and options: ops/nn_shapes.hpp (et::Layout, et::Conv2dOptions, et::Pool2dOptions).
+// Shapes and options: backend/nn_shapes.hpp (et::Layout, et::Conv2dOptions, et::Pool2dOptions).
 // Element types: float, double, et::half, et::bfloat16; half and bfloat16 compute in float,
 // double in double. Operands of one call share their element type and device (checked at
 // compile time, like expressions); any strides are accepted (non-contiguous operands are
@@ -29,11 +29,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "et/autograd/fused.hpp"
+#include "et/autograd/graph.hpp"
 #include "et/backend/cpu/nn.hpp"
 #include "et/backend/cuda/nn.hpp"
-#include "et/expr/assign.hpp"
-#include "et/ops/nn_shapes.hpp"
+#include "et/backend/nn_shapes.hpp"
+#include "et/exec/assign.hpp"
+#include "et/ops/reduce.hpp"
 #include "et/tensor.hpp"
 
 namespace et {

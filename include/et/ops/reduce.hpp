@@ -9,13 +9,15 @@
 // accumulation (backend/cpu/reduce.hpp).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
 #include "et/backend/cpu/reduce.hpp"
-#include "et/expr/assign.hpp"
+#include "et/backend/reduce_ops.hpp"
+#include "et/exec/assign.hpp"
 #include "et/expr/operators.hpp"
-#include "et/ops/reduce_ops.hpp"
 
 #if defined(ET_DEVICE_COMPILER)
 #include "et/backend/cuda/reduce.hpp"
@@ -45,10 +47,6 @@ using sum_result_t = std::conditional_t<is_floating_v<T>, T, std::int64_t>;
 
 template <class E>
 using expression_device_t = typename E::device_type;
-
-// Defined in autograd/reduce.hpp: records out = reduce(expr) for autograd (axis -1: all).
-template <template <class> class Op, class T, int RO, class D, class E>
-void record_reduction(Tensor<T, RO, D>& out, const E& expr, int axis, const char* name);
 
 /// Records a reduction's result when autograd needs it.
 template <template <class> class Op, class T, int RO, class D, class E>
@@ -195,3 +193,62 @@ ET_AXIS_REDUCTION(argmin, detail::ArgMinOp, std::int64_t, true, (void)0)
 #undef ET_AXIS_REDUCTION
 
 }  // namespace et
+
+namespace et::detail {
+
+// Summing a broadcast gradient down to an operand's shape (the backward of expand() and of
+// every broadcast operand).
+
+/// How a gradient over the index space `shape` is summed down to an operand of shape
+/// `to` broadcast into it: the kept axes first, then the summed ones, so that one
+/// contiguous buffer of [kept, summed] and one sum over its last axis do it.
+template <std::size_t R>
+struct SumPlan {
+  std::array<int, R> order{};             ///< buffer axis k is index-space axis order[k]
+  std::array<std::int64_t, R> extents{};  ///< the buffer's shape
+  std::array<int, R> inverse{};           ///< index-space axis d is buffer axis inverse[d]
+  std::int64_t kept = 1, summed = 1;
+};
+template <std::size_t N, std::size_t R>
+SumPlan<R> sum_plan(const std::array<std::int64_t, N>& to, const std::array<std::int64_t, R>& shape) {
+  SumPlan<R> plan;
+  std::size_t k = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::size_t d = 0; d != R; ++d) {
+      const std::int64_t extent = d + N + 1 > R ? to[d + N - R] : 1;  // (not >= R: R may be 0)
+      const bool sums = extent != shape[d];
+      if (sums != (pass == 1)) continue;
+      (sums ? plan.summed : plan.kept) *= shape[d];
+      plan.inverse[d] = static_cast<int>(k);
+      plan.order[k] = static_cast<int>(d);
+      plan.extents[k++] = shape[d];
+    }
+  return plan;
+}
+
+/// A buffer for a gradient over `shape` that will be summed down by `plan`, seen in the
+/// index space's axis order (so it can be written as any tensor of that shape).
+template <class T, class D, std::size_t R>
+Tensor<T, int(R), D> staging_buffer(const SumPlan<R>& plan) {
+  return Tensor<T, int(R), D>::allocate(plan.extents).permute(plan.inverse);
+}
+
+/// The staged gradient summed down to `to` (the sum is skipped where nothing is summed).
+template <class T, int R, class D, std::size_t N>
+Tensor<T, int(N), D> finish_sum(const Tensor<T, R, D>& staged, const SumPlan<std::size_t(R)>& plan,
+                                const std::array<std::int64_t, N>& to) {
+  const auto buffer = staged.permute(plan.order);  // contiguous again
+  if (plan.summed == 1) return buffer.view(to);
+  return sum(buffer.view(std::array<std::int64_t, 2>{plan.kept, plan.summed}), 1).view(to);
+}
+
+template <class T, int R, class D, std::size_t N>
+Tensor<T, int(N), D> sum_to(const Tensor<T, R, D>& g, const std::array<std::int64_t, N>& shape) {
+  const auto plan = sum_plan(shape, g.shape());
+  if (plan.summed == 1) return g.reshape(shape);
+  auto staged = staging_buffer<T, D>(plan);
+  staged.copy_(g);
+  return finish_sum(staged, plan, shape);
+}
+
+}  // namespace et::detail

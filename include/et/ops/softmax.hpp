@@ -1,6 +1,6 @@
 // softmax, log_softmax and logsumexp along one axis, each ONE kernel (one parallel loop on
 // the CPU) that reads every row once for its maximum and sum and, for softmax and
-// log_softmax, writes it once (ops/softmax_ops.hpp; rows too long for registers are read
+// log_softmax, writes it once (backend/softmax_ops.hpp; rows too long for registers are read
 // twice). Any layout and any axis; rows along a unit-stride axis read and write 16 bytes
 // at a time on the GPU. An expression argument is evaluated into a tensor first.
 //
@@ -15,9 +15,9 @@
 
 #include "et/autograd/graph.hpp"
 #include "et/backend/cpu/softmax.hpp"
-#include "et/expr/assign.hpp"
+#include "et/backend/softmax_ops.hpp"
+#include "et/exec/assign.hpp"
 #include "et/ops/reduce.hpp"
-#include "et/ops/softmax_ops.hpp"
 
 #if defined(ET_DEVICE_COMPILER)
 #include "et/backend/cuda/softmax.hpp"

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "et/backend/cpu/multi_tensor.hpp"
+#include "et/backend/tensor_list.hpp"
 #include "et/optim/parameter.hpp"
-#include "et/optim/tensor_list.hpp"
 #include "et/runtime/stream.hpp"
 #if defined(ET_DEVICE_COMPILER)
 #include "et/backend/cuda/multi_tensor.hpp"

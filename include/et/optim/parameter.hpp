@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "et/autograd/meta.hpp"
 #include "et/runtime/error.hpp"
 #include "et/tensor.hpp"
+#include "et/tensor/meta.hpp"
 
 namespace et::optim {
 

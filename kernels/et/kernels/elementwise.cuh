@@ -8,7 +8,7 @@
 // include/et/backend/cuda/elementwise.hpp; compiled only by nvcc.
 #pragma once
 
-#include "et/expr/evaluator.hpp"
+#include "et/eval/evaluator.hpp"
 
 namespace et::kernels {
 
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(256) elementwise_generic(Writer out, Reader in
 }
 
 /// Stores binding `select` of a program for every output element, contiguously (see
-/// expr/program.hpp: an occurrence of a shared subexpression with operands of its own).
+/// eval/program.hpp: an occurrence of a shared subexpression with operands of its own).
 template <class Program, int R, class Index>
 __global__ void __launch_bounds__(256) materialize_binding(Program in, int select, void* out,
                                                            detail::Coord<R, Index> extents, Index n) {
@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(256) materialize_binding(Program in, int selec
     in.store_binding(select, out, i, detail::unravel<R, Index>(i, extents));
 }
 
-/// The fused backward of an expression (autograd/tape.hpp): every input's gradient for
+/// The fused backward of an expression (eval/tape.hpp): every input's gradient for
 /// the elements of a grid-stride range, one element per thread and iteration. `linear`:
 /// every operand, the upstream gradient and every gradient written are laid out like the
 /// contiguous index space. One kernel per expression type (64-bit indices throughout).

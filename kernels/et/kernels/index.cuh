@@ -10,8 +10,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "et/backend/index_ops.hpp"
 #include "et/half.hpp"
-#include "et/ops/index_ops.hpp"
 
 namespace et::kernels {
 

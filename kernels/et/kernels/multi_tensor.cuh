@@ -1,5 +1,5 @@
 // Device code only: the multi-tensor update kernel (optimizers). Block b updates one
-// chunk of one tensor of the list (et/optim/tensor_list.hpp): `update(arrays, i)` for each
+// chunk of one tensor of the list (et/backend/tensor_list.hpp): `update(arrays, i)` for each
 // of its elements, with the K arrays of that tensor. Included by
 // include/et/backend/cuda/multi_tensor.hpp; compiled only by nvcc.
 #pragma once

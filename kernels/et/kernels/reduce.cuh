@@ -7,9 +7,9 @@
 
 #include <cstring>
 
-#include "et/expr/evaluator.hpp"
+#include "et/backend/reduce_ops.hpp"
+#include "et/eval/evaluator.hpp"
 #include "et/kernels/elementwise.cuh"
-#include "et/ops/reduce_ops.hpp"
 
 namespace et::kernels {
 

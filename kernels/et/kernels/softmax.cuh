@@ -1,5 +1,5 @@
 // Device code only: softmax, log_softmax and logsumexp over rows in one kernel
-// (ops/softmax_ops.hpp has the arithmetic), and cross_entropy's forward in one. A team of
+// (backend/softmax_ops.hpp has the arithmetic), and cross_entropy's forward in one. A team of
 // threads, a warp or the whole block, takes a row: it reads the row in chunks of team *
 // row_items elements into registers, folds each chunk into its thread's statistics,
 // reduces the maximum across the team and then the sums rescaled to it (one exp per
@@ -12,8 +12,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "et/backend/softmax_ops.hpp"
 #include "et/expr/readers.hpp"
-#include "et/ops/softmax_ops.hpp"
 #include "et/types.hpp"
 
 namespace et::kernels {

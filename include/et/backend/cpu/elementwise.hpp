@@ -13,7 +13,7 @@
 #endif
 
 #include "et/backend/backend.hpp"
-#include "et/expr/evaluator.hpp"
+#include "et/eval/evaluator.hpp"
 #include "et/runtime/memory.hpp"
 
 namespace et::detail::cpu_backend {
@@ -23,7 +23,7 @@ inline constexpr std::int64_t parallel_threshold = std::int64_t{1} << 15;
 
 /// The program of `expr` read in the index space `shape`. Occurrences of a shared
 /// subexpression that hold operands of their own are materialized first, into buffers
-/// kept in `buffers` until the caller has run the program (expr/program.hpp).
+/// kept in `buffers` until the caller has run the program (eval/program.hpp).
 template <class Index, class E, std::size_t N, int R = static_cast<int>(N)>
 program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_t, N>& shape,
                                      std::vector<std::shared_ptr<void>>& buffers) {
@@ -97,7 +97,7 @@ void run_elementwise(Backend, const Tensor<T, R, D>& dst, const E& expr) {
   run_loop<CpuIndex>(dst, expr, plan_elementwise(dst, expr).linear);
 }
 
-/// Runs a fused backward program (autograd/tape.hpp) over the index space `shape`: one
+/// Runs a fused backward program (eval/tape.hpp) over the index space `shape`: one
 /// parallel loop. Only the strided variant is compiled (each thread walks coordinates as
 /// run_loop does): a linear variant would double what every recorded expression compiles
 /// (autograd is on by default, so every floating-point assignment compiles its backward),

@@ -21,7 +21,7 @@
 
 #include "et/backend/backend.hpp"
 #include "et/backend/gemm_problem.hpp"
-#include "et/ops/math_mode.hpp"
+#include "et/backend/math_mode.hpp"
 
 namespace et::detail::cpu_backend {
 

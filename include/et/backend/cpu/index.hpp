@@ -11,7 +11,7 @@
 
 #include "et/backend/backend.hpp"
 #include "et/backend/cpu/elementwise.hpp"
-#include "et/ops/index_ops.hpp"
+#include "et/backend/index_ops.hpp"
 
 namespace et::detail::cpu_backend {
 

@@ -1,12 +1,12 @@
 // A multi-tensor update on the CPU: one parallel loop over the blocks of every tensor of
-// the list (et/optim/tensor_list.hpp), each block a contiguous run of one tensor.
+// the list (et/backend/tensor_list.hpp), each block a contiguous run of one tensor.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
 #include "et/backend/backend.hpp"
-#include "et/optim/tensor_list.hpp"
+#include "et/backend/tensor_list.hpp"
 
 namespace et::detail::cpu_backend {
 

@@ -1,7 +1,7 @@
 // Convolution and pooling on the CPU, as ops/nn.hpp calls them through the backend tag
 // (backend/backend.hpp): each operation converts its operands to contiguous buffers of the
-// compute type (float, or double for double), runs the kernel of backend/cpu/conv.hpp on
-// them and rounds the result into the output tensor. Cpu tensors only: ops/nn.hpp refuses
+// compute type (float, or double for double), runs the kernel of backend/cpu/conv.hpp or
+// backend/cpu/pool.hpp on them and rounds the result into the output tensor. Cpu tensors only: ops/nn.hpp refuses
 // Pinned ones at compile time.
 #pragma once
 
@@ -12,6 +12,7 @@
 
 #include "et/backend/backend.hpp"
 #include "et/backend/cpu/conv.hpp"
+#include "et/backend/cpu/pool.hpp"
 #include "et/tensor.hpp"
 
 namespace et::detail {

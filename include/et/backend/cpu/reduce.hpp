@@ -15,8 +15,8 @@
 #endif
 
 #include "et/backend/cpu/elementwise.hpp"
-#include "et/expr/evaluator.hpp"
-#include "et/ops/reduce_ops.hpp"
+#include "et/backend/reduce_ops.hpp"
+#include "et/eval/evaluator.hpp"
 
 namespace et::detail::cpu_backend {
 

@@ -1,5 +1,5 @@
 // softmax, log_softmax and logsumexp on the CPU (ops/softmax.hpp): OpenMP over rows, each
-// row read once for its statistics (ops/softmax_ops.hpp) and once for its output while it
+// row read once for its statistics (backend/softmax_ops.hpp) and once for its output while it
 // is still in cache. Rows accumulate in double whatever the element type. Also
 // cross_entropy's forward (nn/loss.hpp).
 #pragma once
@@ -9,7 +9,7 @@
 
 #include "et/backend/backend.hpp"
 #include "et/backend/cpu/elementwise.hpp"
-#include "et/ops/softmax_ops.hpp"
+#include "et/backend/softmax_ops.hpp"
 #include "et/runtime/error.hpp"
 #include "et/types.hpp"
 

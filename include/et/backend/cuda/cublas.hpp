@@ -18,7 +18,7 @@
 // GPU's clock boost, not the kernel, and picked slower kernels (bf16 -14%).
 //
 // Compute types: double CUBLAS_COMPUTE_64F; half and bfloat16 CUBLAS_COMPUTE_32F (tensor
-// cores, float accumulation); float by MathMode (ops/math_mode.hpp). Scale type float
+// cores, float accumulation); float by MathMode (backend/math_mode.hpp). Scale type float
 // (double for double); bias vectors have the output's type (cuBLASLt's default).
 #pragma once
 
@@ -42,8 +42,8 @@
 
 #include "et/backend/backend.hpp"
 #include "et/backend/gemm_problem.hpp"
+#include "et/backend/math_mode.hpp"
 #include "et/half.hpp"
-#include "et/ops/math_mode.hpp"
 #include "et/runtime/device_runtime.hpp"
 #include "et/runtime/error.hpp"
 #include "et/runtime/memory.hpp"

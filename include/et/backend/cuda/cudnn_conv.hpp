@@ -18,7 +18,7 @@
 
 #include "et/backend/cuda/cudnn.hpp"
 #include "et/backend/cuda/gpu_timing.hpp"
-#include "et/ops/nn_shapes.hpp"
+#include "et/backend/nn_shapes.hpp"
 
 namespace et::detail::cudnn_backend {
 

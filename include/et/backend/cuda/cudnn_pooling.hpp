@@ -6,7 +6,7 @@
 #include <climits>
 
 #include "et/backend/cuda/cudnn.hpp"
-#include "et/ops/nn_shapes.hpp"
+#include "et/backend/nn_shapes.hpp"
 
 namespace et::detail::cudnn_backend {
 

@@ -1,6 +1,6 @@
 // How an elementwise assignment runs on a CUDA device: exactly one kernel launch on the
 // device's stream, whatever the size of the expression tree (plus one per materialized
-// occurrence of a shared subexpression, expr/program.hpp). Only for nvcc.
+// occurrence of a shared subexpression, eval/program.hpp). Only for nvcc.
 #pragma once
 
 #if !defined(__CUDACC__)
@@ -15,7 +15,7 @@
 
 #include "et/backend/backend.hpp"
 #include "et/backend/cuda/launch.hpp"
-#include "et/expr/evaluator.hpp"
+#include "et/eval/evaluator.hpp"
 #include "et/kernels/elementwise.cuh"
 #include "et/runtime/device_runtime.hpp"
 #include "et/runtime/memory.hpp"
@@ -148,7 +148,7 @@ void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr
   // over 100 s instead of 7 s) for byte-identical PTX. docs/design.md has the reproducer.
   constexpr int V = vector_width<T>;
   // The linear kernel also takes operands broadcast along leading or trailing axes (a bias
-  // row or column), read at (i / div) % mod: plan.wrapped (expr/evaluator.hpp).
+  // row or column), read at (i / div) % mod: plan.wrapped (eval/evaluator.hpp).
   const bool vectorized = plan.wrapped && plan.wrap_granule % V == 0 && vector_aligned<V>(dst, expr);
   const std::int64_t linear_threads = vectorized ? (n + V - 1) / V : n;
   if (plan.wrapped && linear_threads <= max_grid_threads) {
@@ -178,7 +178,7 @@ void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr
   }
 }
 
-/// Runs a fused backward program (autograd/tape.hpp) over the index space `shape`: one
+/// Runs a fused backward program (eval/tape.hpp) over the index space `shape`: one
 /// kernel launch.
 template <int I, class Program, std::size_t N>
 void run_gradient(Backend<I>, Program program, const std::array<std::int64_t, N>& shape, bool linear) {

@@ -8,8 +8,8 @@
 
 #include "et/backend/backend.hpp"
 #include "et/backend/cuda/elementwise.hpp"
+#include "et/backend/tensor_list.hpp"
 #include "et/kernels/multi_tensor.cuh"
-#include "et/optim/tensor_list.hpp"
 #include "et/runtime/stream.hpp"
 
 namespace et::detail::cuda_backend {

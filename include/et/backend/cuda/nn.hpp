@@ -1,18 +1,20 @@
 // Convolution and pooling on a CUDA device, as ops/nn.hpp calls them through the backend
 // tag (backend/backend.hpp): cuDNN (backend/cuda/cudnn_conv.hpp, cudnn_pooling.hpp) on
-// packed operands. This needs nvcc (packing and the bias run etensor kernels) and cuDNN
-// found at configure time (ET_WITH_CUDNN); otherwise backend/cuda/unavailable.hpp's
-// stand-ins stop compilation with an et: message saying which of the two is missing.
+// packed operands. This needs nvcc (packing and the bias run etensor kernels, through this
+// backend's own elementwise call) and cuDNN found at configure time (ET_WITH_CUDNN);
+// otherwise backend/cuda/unavailable.hpp's stand-ins stop compilation with an et: message
+// saying which of the two is missing.
 #pragma once
 
 #include "et/backend/backend.hpp"
-#include "et/expr/assign.hpp"
-#include "et/ops/nn_shapes.hpp"
+#include "et/backend/nn_shapes.hpp"
+#include "et/expr/operators.hpp"
 #include "et/tensor.hpp"
 
 #if defined(ET_DEVICE_COMPILER) && defined(ET_WITH_CUDNN)
 #include "et/backend/cuda/cudnn_conv.hpp"
 #include "et/backend/cuda/cudnn_pooling.hpp"
+#include "et/backend/cuda/elementwise.hpp"
 #else
 #include "et/backend/cuda/unavailable.hpp"
 #endif
@@ -25,10 +27,27 @@ namespace et::detail::cuda_backend {
 // PyTorch (which never hands cuDNN nhwc double tensors): cuDNN's nhwc engines target the
 // tensor-core types. Such operands are transposed on the way in and the result on the way out.
 
+/// dst = expr, one kernel of this backend (backend/cuda/elementwise.hpp). The packing and
+/// the bias below write fresh or caller-checked tensors of known shapes, so the executor's
+/// checks and autograd recording (exec/assign.hpp) have nothing to do here.
+template <class T, int I, class E>
+void write(const Tensor<T, 4, Cuda<I>>& dst, const E& expr) {
+  if (dst.numel() != 0) run_elementwise(Backend<I>{}, dst, expr);
+}
+
+/// t packed row-major: t itself when it already is, else a packed copy.
+template <class T, int I>
+Tensor<T, 4, Cuda<I>> packed(const Tensor<T, 4, Cuda<I>>& t) {
+  if (t.is_contiguous()) return t;
+  auto out = Tensor<T, 4, Cuda<I>>::allocate(t.shape());
+  write(out, t);
+  return out;
+}
+
 /// A packed copy of [N, H, W, C] as [N, C, H, W] (likewise a weight [K, R, S, C] as [K, C, R, S]).
 template <class T, int I>
 Tensor<T, 4, Cuda<I>> nhwc_to_nchw(const Tensor<T, 4, Cuda<I>>& t) {
-  return t.permute({0, 3, 1, 2}).contiguous();
+  return packed(t.permute({0, 3, 1, 2}));
 }
 
 /// Runs one cuDNN convolution. x, w and y are its operands by role, packed in g's layout;
@@ -49,7 +68,7 @@ void cudnn_convolution(cudnn_backend::Direction direction, const ConvGeometry& g
       w = direction == Direction::backward_filter ? Operand::allocate(nchw.weight_shape()) : nhwc_to_nchw(w);
       y = direction == Direction::forward ? Operand::allocate(nchw.output_shape()) : nhwc_to_nchw(y);
       cudnn_backend::convolution(I, direction, CUDNN_DATA_DOUBLE, nchw, allow_tf32, {x.data(), w.data(), y.data()});
-      target.copy_(written.permute({0, 2, 3, 1}));
+      write(target, written.permute({0, 2, 3, 1}));
       return;
     }
   }
@@ -67,7 +86,7 @@ void cudnn_pooling_forward(const PoolGeometry& g, bool max, const Tensor<T, 4, C
       const auto x_nchw = nhwc_to_nchw(x);
       const auto y_nchw = Tensor<T, 4, Cuda<I>>::allocate(nchw.output_shape());
       cudnn_backend::pooling_forward(I, CUDNN_DATA_DOUBLE, nchw, max, x_nchw.data(), y_nchw.data());
-      y.copy_(y_nchw.permute({0, 2, 3, 1}));
+      write(y, y_nchw.permute({0, 2, 3, 1}));
       return;
     }
   }
@@ -91,7 +110,7 @@ void cudnn_pooling_backward(const PoolGeometry& g, bool max, const Tensor<T, 4, 
       const auto dx_nchw = Tensor<T, 4, Cuda<I>>::allocate(nchw.input_shape());
       cudnn_backend::pooling_backward(I, CUDNN_DATA_DOUBLE, nchw, max, y_nchw.data(), dy_nchw.data(), x_nchw.data(),
                                       dx_nchw.data());
-      dx.copy_(dx_nchw.permute({0, 2, 3, 1}));
+      write(dx, dx_nchw.permute({0, 2, 3, 1}));
       return;
     }
   }
@@ -102,40 +121,40 @@ void cudnn_pooling_backward(const PoolGeometry& g, bool max, const Tensor<T, 4, 
 template <int I, class T>
 void conv_forward(Backend<I>, const ConvGeometry& g, bool allow_tf32, const Tensor<T, 4, Cuda<I>>& x,
                   const Tensor<T, 4, Cuda<I>>& w, const Tensor<T, 1, Cuda<I>>* bias, Tensor<T, 4, Cuda<I>> y) {
-  cudnn_convolution(cudnn_backend::Direction::forward, g, allow_tf32, x.contiguous(), w.contiguous(), y);
+  cudnn_convolution(cudnn_backend::Direction::forward, g, allow_tf32, packed(x), packed(w), y);
   if (bias != nullptr) {
-    if (g.nhwc()) y += *bias;  // broadcasts along the trailing channel axis
-    else y += bias->view(Shape<4>{1, g.k, 1, 1});
+    if (g.nhwc()) write(y, y + *bias);  // broadcasts along the trailing channel axis
+    else write(y, y + bias->view(Shape<4>{1, g.k, 1, 1}));
   }
 }
 
 template <int I, class T>
 void conv_backward_data(Backend<I>, const ConvGeometry& g, bool allow_tf32, const Tensor<T, 4, Cuda<I>>& dy,
                         const Tensor<T, 4, Cuda<I>>& w, const Tensor<T, 4, Cuda<I>>& dx) {
-  cudnn_convolution(cudnn_backend::Direction::backward_data, g, allow_tf32, dx, w.contiguous(), dy.contiguous());
+  cudnn_convolution(cudnn_backend::Direction::backward_data, g, allow_tf32, dx, packed(w), packed(dy));
 }
 
 template <int I, class T>
 void conv_backward_filter(Backend<I>, const ConvGeometry& g, bool allow_tf32, const Tensor<T, 4, Cuda<I>>& x,
                           const Tensor<T, 4, Cuda<I>>& dy, Tensor<T, 4, Cuda<I>> dw) {
   if (g.n == 0) {  // an empty batch: no contribution (cuDNN refuses N = 0)
-    dw = 0;
+    write(dw, ScalarExpr<T>(T(0)));
     return;
   }
-  cudnn_convolution(cudnn_backend::Direction::backward_filter, g, allow_tf32, x.contiguous(), dw, dy.contiguous());
+  cudnn_convolution(cudnn_backend::Direction::backward_filter, g, allow_tf32, packed(x), dw, packed(dy));
 }
 
 template <int I, class T>
 void pool_forward(Backend<I>, const PoolGeometry& g, bool max, const Tensor<T, 4, Cuda<I>>& x,
                   const Tensor<T, 4, Cuda<I>>& y) {
-  cudnn_pooling_forward(g, max, x.contiguous(), y);
+  cudnn_pooling_forward(g, max, packed(x), y);
 }
 
 template <int I, class T>
 void max_pool_backward(Backend<I>, const PoolGeometry& g, const Tensor<T, 4, Cuda<I>>& dy,
                        const Tensor<T, 4, Cuda<I>>& x, const Tensor<T, 4, Cuda<I>>& y,
                        const Tensor<T, 4, Cuda<I>>& dx) {
-  cudnn_pooling_backward(g, true, y.contiguous(), dy.contiguous(), x.contiguous(), dx);
+  cudnn_pooling_backward(g, true, packed(y), packed(dy), packed(x), dx);
 }
 
 template <int I, class T>
@@ -143,7 +162,7 @@ void avg_pool_backward(Backend<I>, const PoolGeometry& g, const Tensor<T, 4, Cud
                        const Tensor<T, 4, Cuda<I>>& dx) {
   // cuDNN's call takes the forward input and output, which average pooling never reads:
   // dy stands in for y, and an unwritten buffer of x's shape for x.
-  const auto dy_packed = dy.contiguous();
+  const auto dy_packed = packed(dy);
   cudnn_pooling_backward(g, false, dy_packed, dy_packed, Tensor<T, 4, Cuda<I>>::allocate(g.input_shape()), dx);
 }
 

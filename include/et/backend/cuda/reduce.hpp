@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "et/backend/cuda/elementwise.hpp"
+#include "et/backend/reduce_ops.hpp"
 #include "et/kernels/reduce.cuh"
-#include "et/ops/reduce_ops.hpp"
 
 namespace et::detail::cuda_backend {
 

@@ -17,12 +17,10 @@
 
 #include "et/device.hpp"
 #include "et/runtime/version.hpp"
+#include "et/tensor/forward.hpp"
 #include "et/types.hpp"
 
 namespace et {
-
-template <Element T, int Rank, Device D>
-class Tensor;
 
 namespace detail {
 
@@ -222,10 +220,6 @@ template <class M>
 bool meta_needs_grad(const M& meta) noexcept {
   return meta && (meta->requires_grad || meta->grad_fn || (meta->view && meta->view->parent_needs_grad()));
 }
-
-// Defined in autograd/graph.hpp.
-template <class T, int R, class D>
-void run_backward(const Tensor<T, R, D>& root, const Tensor<T, R, D>* seed, bool retain);
 
 }  // namespace detail
 

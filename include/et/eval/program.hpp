@@ -1,4 +1,4 @@
-// Internal (included by expr/evaluator.hpp): how an expression tree becomes the one flat
+// Internal (included by eval/evaluator.hpp): how an expression tree becomes the one flat
 // struct a kernel or CPU loop evaluates per element: a Program, i.e. the root's reader
 // plus the "bindings", subexpressions computed once per element.
 //

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "et/backend/cpu/elementwise.hpp"
-#include "et/expr/evaluator.hpp"
-#include "et/expr/lowering.hpp"
+#include "et/eval/evaluator.hpp"
+#include "et/exec/lowering.hpp"
 #include "et/tensor.hpp"
 
 #if defined(ET_DEVICE_COMPILER)
@@ -90,11 +90,7 @@ void run_on_device(const Tensor<T, R, D>& dst, const E& expr) {
   else run_elementwise(backend<D>, dst, expr);  // backend/backend.hpp
 }
 
-/// Defined in autograd/fused.hpp: assign() when the assignment is recorded for autograd.
-template <class T, int Rank, class D, class E>
-void assign_recorded(Tensor<T, Rank, D>& dst, const E& expr);
-
-/// True when some tensor of the expression needs a gradient (autograd/fused.hpp walks
+/// True when some tensor of the expression needs a gradient (derivatives/fused.hpp walks
 /// matmul operands too). Overloads per node type, found by argument-dependent lookup.
 template <class T, int R, class D>
 bool needs_grad(const Tensor<T, R, D>& t) {
@@ -141,14 +137,6 @@ template <class T, int R, class D>
 inline constexpr bool may_need_grad_v<Tensor<T, R, D>> = is_floating_v<T>;
 template <class Op, class... Cs>
 inline constexpr bool may_need_grad_v<MapExpr<Op, Cs...>> = (may_need_grad_v<Cs> || ...);
-
-// Defined in autograd/views.hpp: a recorded write into a view.
-template <class T, int R, class D, class E>
-void assign_into_view(Tensor<T, R, D>& dst, const E& expr);
-// Defined in autograd/views.hpp: dst (computed by a recorded operation) was overwritten by
-// values that need no gradient.
-template <class T, int R, class D>
-void record_constant_write(Tensor<T, R, D>& dst);
 
 /// The shape an assignment to dst gives it: dst's own, or, when dst is undefined, the
 /// expression's.

@@ -1,5 +1,5 @@
 // Recording reductions. A reduction consumes a fused expression, so its backward is the
-// expression's fused backward (autograd/fused.hpp) seeded with the reduction's own
+// expression's fused backward (derivatives/fused.hpp) seeded with the reduction's own
 // derivative at each element: one kernel for every input of the expression, plus, for
 // max, min and prod, one reduction over the expression that the derivative needs.
 // Conventions are PyTorch's: max/min over all elements share the gradient evenly among
@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "et/autograd/fused.hpp"
+#include "et/derivatives/fused.hpp"
 #include "et/ops/reduce.hpp"
 
 namespace et::detail {

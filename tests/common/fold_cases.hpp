@@ -1,4 +1,4 @@
-// The optimizer step folded into the backward (optim/optimizer.hpp, autograd/linalg.hpp),
+// The optimizer step folded into the backward (optim/optimizer.hpp, derivatives/linalg.hpp),
 // shared by the CPU and GPU tests (test_optim.cpp / .cu): the scaled GEMM it runs against a
 // double-precision product, and which weights take the fold, in double precision against
 // the same training with step() after the backward.

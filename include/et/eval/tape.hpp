@@ -14,9 +14,9 @@
 #include <utility>
 
 #include "et/config.hpp"
+#include "et/eval/program.hpp"
 #include "et/expr/dag.hpp"
 #include "et/expr/node.hpp"
-#include "et/expr/program.hpp"
 #include "et/expr/readers.hpp"
 #include "et/tensor.hpp"
 

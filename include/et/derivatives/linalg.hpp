@@ -2,7 +2,7 @@
 // (cuBLASLt / Eigen, transposes read in place): da = dz @ b^T, db = a^T @ dz, each summed
 // over the batch axes its operand was broadcast along. An expression that holds products
 // (`relu(matmul(x, w) + bias)`) records each product as such a node and the elementwise
-// rest as one fused node (autograd/fused.hpp). Where an optimizer folds its step into the
+// rest as one fused node (derivatives/fused.hpp). Where an optimizer folds its step into the
 // backward (optim/optimizer.hpp), a weight's gradient GEMM updates the weight in place.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <tuple>
 #include <utility>
 
-#include "et/autograd/fused.hpp"
+#include "et/derivatives/fused.hpp"
 #include "et/ops/linalg.hpp"
 
 namespace et::detail {

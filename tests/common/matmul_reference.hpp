@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "random_values.hpp"
+
 namespace test {
 
 /// A rank-2 or rank-3 tensor copied to the host as doubles, seen as [batch, rows, cols].
@@ -113,15 +115,10 @@ void check_product(const std::vector<T>& got_values, const Product& want, double
   }
 }
 
-/// Seeded uniform values in [-1, 1) as T.
+/// Seeded uniform values in [-1, 1) as T (a floating type).
 template <class T>
 std::vector<T> uniform(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  std::vector<T> out;
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) out.push_back(static_cast<T>(dist(engine)));
-  return out;
+  return random_values<T>(n, seed, -1.0, 1.0);
 }
 
 /// How an operand is laid out in memory (its values are the same either way).

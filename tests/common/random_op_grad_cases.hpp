@@ -25,8 +25,8 @@
 //     gelu_tanh, pow (tensor and scalar exponent), maximum, minimum, clamp (tensor and
 //     scalar bounds, hi < lo too), where (an int64 mask, a comparison of the inputs),
 //     cast<double>; fused expressions with a leaf used several times, into a new tensor or
-//     a permuted destination (autograd/fused.hpp)
-//   reductions (ops/reduce.hpp, autograd/reduce.hpp): sum, mean, max, min, prod (exact
+//     a permuted destination (derivatives/fused.hpp)
+//   reductions (ops/reduce.hpp, derivatives/reduce.hpp): sum, mean, max, min, prod (exact
 //     zeros, one or two), norm: over all elements, along an axis, with keepdim
 //   ops/softmax.hpp: softmax, log_softmax, logsumexp (with keepdim or not)
 //   views (tensor.hpp, autograd/views.hpp): permute, transpose, slice (steps, negative
@@ -38,9 +38,9 @@
 //   ops/scan.hpp: cumsum, sort's values (ascending, descending), topk's values (largest,
 //     smallest)
 //   ops/join.hpp: cat (2 or 3 parts, empty ones too), stack, pad
-//   matmul (ops/linalg.hpp, autograd/linalg.hpp): ranks 2 and 3 on either side, broadcast
+//   matmul (ops/linalg.hpp, derivatives/linalg.hpp): ranks 2 and 3 on either side, broadcast
 //     batches, transposed and strided operands, products inside an expression;
-//     act(matmul(a, w) + bias) as one node (autograd/linear.hpp): bias first or last, no
+//     act(matmul(a, w) + bias) as one node (derivatives/linear.hpp): bias first or last, no
 //     bias, relu, gelu_tanh; nn::Linear on [N, in] and [B, N, in]
 //   ops/nn.hpp: conv2d (bias or not; stride, padding, dilation, groups; nchw and nhwc),
 //     max_pool2d, avg_pool2d (padding counted or not)

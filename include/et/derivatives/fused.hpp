@@ -1,5 +1,5 @@
 // Recording a fused expression: `z = f(x, y, w)` is ONE node whose backward is one kernel
-// (autograd/tape.hpp) that writes the gradients of all of f's inputs, plus one reduction
+// (eval/tape.hpp) that writes the gradients of all of f's inputs, plus one reduction
 // per input that was broadcast. The node saves the expression, i.e. only its inputs (tensor
 // handles); the intermediate values are recomputed inside the backward kernel.
 #pragma once
@@ -13,70 +13,11 @@
 #include <vector>
 
 #include "et/autograd/graph.hpp"
-#include "et/autograd/tape.hpp"
-#include "et/expr/assign.hpp"
+#include "et/eval/tape.hpp"
+#include "et/exec/assign.hpp"
 #include "et/ops/reduce.hpp"
 
 namespace et::detail {
-
-// Defined in autograd/linalg.hpp and autograd/linear.hpp (matmul nodes exist only where
-// ops/linalg.hpp is included).
-template <class T, int R, class D, class A, class B>
-void record_matmul(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product);
-template <class T, int R, class D, class E>
-bool record_linear(Tensor<T, R, D>& dst, const E& expr);
-
-/// How a gradient over the index space `shape` is summed down to an operand of shape
-/// `to` broadcast into it: the kept axes first, then the summed ones, so that one
-/// contiguous buffer of [kept, summed] and one sum over its last axis do it.
-template <std::size_t R>
-struct SumPlan {
-  std::array<int, R> order{};             ///< buffer axis k is index-space axis order[k]
-  std::array<std::int64_t, R> extents{};  ///< the buffer's shape
-  std::array<int, R> inverse{};           ///< index-space axis d is buffer axis inverse[d]
-  std::int64_t kept = 1, summed = 1;
-};
-template <std::size_t N, std::size_t R>
-SumPlan<R> sum_plan(const std::array<std::int64_t, N>& to, const std::array<std::int64_t, R>& shape) {
-  SumPlan<R> plan;
-  std::size_t k = 0;
-  for (int pass = 0; pass < 2; ++pass)
-    for (std::size_t d = 0; d != R; ++d) {
-      const std::int64_t extent = d + N + 1 > R ? to[d + N - R] : 1;  // (not >= R: R may be 0)
-      const bool sums = extent != shape[d];
-      if (sums != (pass == 1)) continue;
-      (sums ? plan.summed : plan.kept) *= shape[d];
-      plan.inverse[d] = static_cast<int>(k);
-      plan.order[k] = static_cast<int>(d);
-      plan.extents[k++] = shape[d];
-    }
-  return plan;
-}
-
-/// A buffer for a gradient over `shape` that will be summed down by `plan`, seen in the
-/// index space's axis order (so it can be written as any tensor of that shape).
-template <class T, class D, std::size_t R>
-Tensor<T, int(R), D> staging_buffer(const SumPlan<R>& plan) {
-  return Tensor<T, int(R), D>::allocate(plan.extents).permute(plan.inverse);
-}
-
-/// The staged gradient summed down to `to` (the sum is skipped where nothing is summed).
-template <class T, int R, class D, std::size_t N>
-Tensor<T, int(N), D> finish_sum(const Tensor<T, R, D>& staged, const SumPlan<std::size_t(R)>& plan,
-                                const std::array<std::int64_t, N>& to) {
-  const auto buffer = staged.permute(plan.order);  // contiguous again
-  if (plan.summed == 1) return buffer.view(to);
-  return sum(buffer.view(std::array<std::int64_t, 2>{plan.kept, plan.summed}), 1).view(to);
-}
-
-template <class T, int R, class D, std::size_t N>
-Tensor<T, int(N), D> sum_to(const Tensor<T, R, D>& g, const std::array<std::int64_t, N>& shape) {
-  const auto plan = sum_plan(shape, g.shape());
-  if (plan.summed == 1) return g.reshape(shape);
-  auto staged = staging_buffer<T, D>(plan);
-  staged.copy_(g);
-  return finish_sum(staged, plan, shape);
-}
 
 /// The seed of an assignment's backward: the gradient of the destination, read as is.
 struct PassSeed {
@@ -97,7 +38,7 @@ class FusedBackward;
 
 /// The backward of an expression E evaluated over the index space Shape<R> into a result
 /// of type Tensor<T, RO, D>; Seed turns the result's gradient into the adjoint of E at each
-/// element (PassSeed for an assignment; reductions have their own: autograd/reduce.hpp).
+/// element (PassSeed for an assignment; reductions have their own: derivatives/reduce.hpp).
 template <class T, int RO, class D, class E, int R, class Seed>
 class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public GradSink<T, RO, D> {
   using Leaves = tree_tensors_t<E>;
@@ -239,7 +180,7 @@ template <class E>
 
 /// Records an expression whose backward program would not fit one kernel's arguments as
 /// several nodes: each map operand of the root is evaluated (recorded) first, and the root
-/// then reads those tensors (as run_split does for the forward, expr/assign.hpp).
+/// then reads those tensors (as run_split does for the forward, exec/assign.hpp).
 template <class T, int R, class D, class Op, class... Cs>
 void assign_split_recorded(Tensor<T, R, D>& dst, const MapExpr<Op, Cs...>& expr) {
   auto operand = [](const auto& child) {
@@ -259,8 +200,8 @@ void assign_recorded(Tensor<T, Rank, D>& dst, const E& expr) {
   } else if constexpr (is_matmul_v<E>) {
     record_matmul(dst, expr);
   } else if constexpr (contains_matmul_v<E>) {
-    if (record_linear(dst, expr)) return;  // act(matmul(a, w) + bias): one node (autograd/linear.hpp)
-    assign(dst, lower_recorded(expr));     // autograd/linalg.hpp: each product a recorded GEMM
+    if (record_linear(dst, expr)) return;  // act(matmul(a, w) + bias): one node (derivatives/linear.hpp)
+    assign(dst, lower_recorded(expr));     // derivatives/linalg.hpp: each product a recorded GEMM
   } else if constexpr (tree_ops_v<E> > sharing_threshold) {
     throw_large_expression<E>();  // checked first: its tree is never built as a type
   } else if constexpr (!fits_gradient_kernel<T, Rank, D, E>()) {

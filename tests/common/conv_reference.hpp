@@ -4,7 +4,7 @@
 #pragma once
 
 #include <et/half.hpp>
-#include <et/ops/nn_shapes.hpp>
+#include <et/backend/nn_shapes.hpp>
 
 #include <algorithm>
 #include <array>
@@ -16,13 +16,17 @@
 #include <type_traits>
 #include <vector>
 
+#include "random_values.hpp"
+
 namespace test {
 
 using Pair = std::array<std::int64_t, 2>;
 
 inline std::string pair_text(const Pair& v) { return "{" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "}"; }
 
-struct ConvCase {
+/// A convolution's sizes and options in scalars: a row of test_conv.cpp's table or one
+/// draw of random_conv_cases.hpp, and what the reference loops below read.
+struct ConvGeometry {
   std::int64_t n, c, h, w, k, r, s;
   Pair stride, padding, dilation;
   std::int64_t groups;
@@ -44,7 +48,8 @@ struct ConvCase {
   }
 };
 
-struct PoolCase {
+/// A pooling's sizes and options in scalars (stride 0: the kernel's extent).
+struct PoolGeometry {
   std::int64_t n, c, h, w;
   Pair kernel, stride, padding;
   bool count_include_pad;
@@ -84,14 +89,10 @@ std::size_t count_of(const std::array<std::int64_t, R>& shape) {
   return count;
 }
 
-/// Seeded values in [-1, 1].
+/// Seeded values in [-1, 1), one per element of `shape`.
 template <std::size_t R>
 std::vector<double> uniform(const std::array<std::int64_t, R>& shape, std::uint64_t seed) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  std::vector<double> out(count_of(shape));
-  for (auto& v : out) v = dist(engine);
-  return out;
+  return random_values<double>(count_of(shape), seed, -1.0, 1.0);
 }
 
 /// Seeded, pairwise distinct values: a shuffle of (i - count/2) / count.
@@ -137,7 +138,7 @@ inline std::vector<double> nhwc_to_nchw(const std::vector<double>& v, const et::
 /// element (n, ci, h, w) lies inside the image: ci is the input channel, c its index in
 /// output channel k's group (the weight's channel axis).
 template <class F>
-void for_each_term(const ConvCase& cc, F f) {
+void for_each_term(const ConvGeometry& cc, F f) {
   const std::int64_t cg = cc.c / cc.groups, kg = cc.k / cc.groups;
   for (std::int64_t n = 0; n < cc.n; ++n)
     for (std::int64_t k = 0; k < cc.k; ++k)
@@ -157,8 +158,8 @@ inline std::size_t at(const et::Shape<4>& shape, std::int64_t i, std::int64_t j,
   return std::size_t(((i * shape[1] + j) * shape[2] + k) * shape[3] + l);
 }
 
-inline std::vector<double> conv_forward(const ConvCase& cc, const std::vector<double>& x, const std::vector<double>& w,
-                                        const std::vector<double>* bias) {
+inline std::vector<double> conv_forward(const ConvGeometry& cc, const std::vector<double>& x,
+                                        const std::vector<double>& w, const std::vector<double>* bias) {
   const auto xs = cc.input_shape_nchw(), ws = cc.weight_shape_nchw(), ys = cc.output_shape_nchw();
   std::vector<double> y(count_of(ys), 0.0);
   if (bias)
@@ -172,7 +173,7 @@ inline std::vector<double> conv_forward(const ConvCase& cc, const std::vector<do
   return y;
 }
 
-inline std::vector<double> conv_backward_data(const ConvCase& cc, const std::vector<double>& dy,
+inline std::vector<double> conv_backward_data(const ConvGeometry& cc, const std::vector<double>& dy,
                                               const std::vector<double>& w) {
   const auto xs = cc.input_shape_nchw(), ws = cc.weight_shape_nchw(), ys = cc.output_shape_nchw();
   std::vector<double> dx(count_of(xs), 0.0);
@@ -182,7 +183,7 @@ inline std::vector<double> conv_backward_data(const ConvCase& cc, const std::vec
   return dx;
 }
 
-inline std::vector<double> conv_backward_filter(const ConvCase& cc, const std::vector<double>& x,
+inline std::vector<double> conv_backward_filter(const ConvGeometry& cc, const std::vector<double>& x,
                                                 const std::vector<double>& dy) {
   const auto xs = cc.input_shape_nchw(), ws = cc.weight_shape_nchw(), ys = cc.output_shape_nchw();
   std::vector<double> dw(count_of(ws), 0.0);
@@ -195,7 +196,7 @@ inline std::vector<double> conv_backward_filter(const ConvCase& cc, const std::v
 /// Calls f(n, c, p, q, elements) for every pooling window, `elements` listing the input
 /// offsets of its in-image part in row-major order.
 template <class F>
-void for_each_window(const PoolCase& pc, F f) {
+void for_each_window(const PoolGeometry& pc, F f) {
   const auto xs = pc.input_shape_nchw();
   const Pair st = pc.effective_stride();
   for (std::int64_t n = 0; n < pc.n; ++n)
@@ -222,11 +223,11 @@ inline std::size_t argmax(const std::vector<double>& x, const std::vector<std::s
   return best;
 }
 
-inline double divisor(const PoolCase& pc, const std::vector<std::size_t>& elements) {
+inline double divisor(const PoolGeometry& pc, const std::vector<std::size_t>& elements) {
   return pc.count_include_pad ? double(pc.kernel[0] * pc.kernel[1]) : double(elements.size());
 }
 
-inline std::vector<double> max_pool_forward(const PoolCase& pc, const std::vector<double>& x) {
+inline std::vector<double> max_pool_forward(const PoolGeometry& pc, const std::vector<double>& x) {
   const auto ys = pc.output_shape_nchw();
   std::vector<double> y(count_of(ys));
   for_each_window(pc, [&](auto n, auto c, auto p, auto q, const auto& elements) {
@@ -235,7 +236,7 @@ inline std::vector<double> max_pool_forward(const PoolCase& pc, const std::vecto
   return y;
 }
 
-inline std::vector<double> avg_pool_forward(const PoolCase& pc, const std::vector<double>& x) {
+inline std::vector<double> avg_pool_forward(const PoolGeometry& pc, const std::vector<double>& x) {
   const auto ys = pc.output_shape_nchw();
   std::vector<double> y(count_of(ys));
   for_each_window(pc, [&](auto n, auto c, auto p, auto q, const auto& elements) {
@@ -246,7 +247,7 @@ inline std::vector<double> avg_pool_forward(const PoolCase& pc, const std::vecto
   return y;
 }
 
-inline std::vector<double> max_pool_backward(const PoolCase& pc, const std::vector<double>& x,
+inline std::vector<double> max_pool_backward(const PoolGeometry& pc, const std::vector<double>& x,
                                              const std::vector<double>& dy) {
   const auto ys = pc.output_shape_nchw();
   std::vector<double> dx(x.size(), 0.0);
@@ -256,7 +257,7 @@ inline std::vector<double> max_pool_backward(const PoolCase& pc, const std::vect
   return dx;
 }
 
-inline std::vector<double> avg_pool_backward(const PoolCase& pc, const std::vector<double>& dy) {
+inline std::vector<double> avg_pool_backward(const PoolGeometry& pc, const std::vector<double>& dy) {
   const auto ys = pc.output_shape_nchw();
   std::vector<double> dx(count_of(pc.input_shape_nchw()), 0.0);
   for_each_window(pc, [&](auto n, auto c, auto p, auto q, const auto& elements) {

@@ -1,4 +1,4 @@
-// Internal (included by expr/assign.hpp): the hook through which an assignment evaluates
+// Internal (included by exec/assign.hpp): the hook through which an assignment evaluates
 // an expression that holds matrix products. A matmul node is not elementwise, so such an
 // expression is "lowered" first: each product runs as one GEMM (or one GEMM with a fused
 // epilogue), and what is left is an ordinary elementwise expression, evaluated as usual.
@@ -13,15 +13,12 @@
 
 namespace et::detail {
 
-template <class A, class B>
-class MatmulExpr;  // ops/linalg.hpp
-
 template <class E>
 inline constexpr bool is_matmul_v = false;
 template <class A, class B>
 inline constexpr bool is_matmul_v<MatmulExpr<A, B>> = true;
 
-/// True when a matmul's operands need a gradient (autograd: expr/assign.hpp).
+/// True when a matmul's operands need a gradient (autograd: exec/assign.hpp).
 template <class A, class B>
 bool needs_grad(const MatmulExpr<A, B>& e) {
   return needs_grad(e.lhs()) || needs_grad(e.rhs());
@@ -34,10 +31,5 @@ template <class A, class B>
 inline constexpr bool contains_matmul_v<MatmulExpr<A, B>> = true;
 template <class Op, class... Children>
 inline constexpr bool contains_matmul_v<MapExpr<Op, Children...>> = (contains_matmul_v<Children> || ...);
-
-/// Evaluates an expression that holds matmul nodes into dst, which assign() has already
-/// allocated and checked: defined in ops/linalg.hpp.
-template <class T, int Rank, class D, class E>
-void assign_with_matmul(Tensor<T, Rank, D>& dst, const E& expr);
 
 }  // namespace et::detail

@@ -131,7 +131,7 @@ void check_view_gradients() {
                x);
 }
 
-/// Linear layers, each one recorded node (autograd/linear.hpp): every combination of bias
+/// Linear layers, each one recorded node (derivatives/linear.hpp): every combination of bias
 /// and activation, the weight laid out as Linear's, a bias broadcast from one element, empty
 /// and k = 0 products, an input that needs no gradient, and stacks of layers (where on CUDA
 /// a layer's input-gradient GEMM applies the layer below's derivative), one of them with a

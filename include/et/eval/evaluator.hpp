@@ -1,4 +1,4 @@
-// How an expression is evaluated: make_program (expr/program.hpp) turns an expression
+// How an expression is evaluated: make_program (eval/program.hpp) turns an expression
 // tree into one flat, trivially copyable struct of readers (expr/readers.hpp) that both
 // the CUDA kernel and the CPU loop call per element; this file plans an evaluation (which
 // access path, which index type) from the operands' layouts.
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "et/config.hpp"
+#include "et/eval/program.hpp"
 #include "et/expr/node.hpp"
-#include "et/expr/program.hpp"
 #include "et/expr/readers.hpp"
 #include "et/tensor.hpp"
 

@@ -106,7 +106,7 @@ inline std::int64_t random_between(std::mt19937_64& rng, std::int64_t lo, std::i
 /// One convolution: forward, backward data and backward filter. False when it failed.
 template <class T, class D>
 bool run_conv_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::int64_t index) {
-  ConvCase cc{};
+  ConvGeometry cc{};
   bool fits = false;
   do {  // a draw that does not fit is kept 1 time in 8 (about 1 case in 20), to see it throw
     const std::int64_t g = random_between(rng, 0, 3);  // groups 1, 2, 3, or depthwise (C of them)
@@ -186,7 +186,7 @@ inline std::vector<double> distinct_planes(const et::Shape<4>& nchw, std::mt1993
 /// One pooling: max and average, forward and backward. False when it failed.
 template <class T, class D>
 bool run_pool_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::int64_t index) {
-  PoolCase pc{};
+  PoolGeometry pc{};
   bool fits = false;
   do {  // a draw that does not fit is kept 1 time in 32 (about 1 case in 20), to see it throw
     pc.n = rng() % 16 == 0 ? 0 : random_between(rng, 1, 3);

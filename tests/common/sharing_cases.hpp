@@ -1,4 +1,4 @@
-// Shared subexpressions (include/et/expr/program.hpp), checked on any device against
+// Shared subexpressions (include/et/eval/program.hpp), checked on any device against
 // double-precision loops over host copies: the CPU tests (test_sharing.cpp) and the GPU
 // tests (tests/gpu/test_sharing.cu) run the same cases.
 #pragma once

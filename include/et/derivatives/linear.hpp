@@ -28,7 +28,7 @@
 #include <string>
 #include <type_traits>
 
-#include "et/autograd/linalg.hpp"
+#include "et/derivatives/linalg.hpp"
 
 namespace et::detail {
 

@@ -1,0 +1,75 @@
+// Declared low, defined high: the operations that a lower layer calls and a higher layer
+// defines, because the higher one is built on the lower. A tensor's view methods record
+// their backward (autograd), the executor hands recorded assignments to the derivatives
+// and products to the matrix multiply, a reduction records its node. Each is declared here
+// once, naming the file that defines it; a translation unit that calls one has included
+// that file (et/core.hpp and et/et.hpp include them all). docs/layers.txt has the layers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "et/device.hpp"
+#include "et/types.hpp"
+
+namespace et {
+
+template <Element T, int Rank, Device D>
+class Tensor;
+
+namespace detail {
+
+template <class A, class B>
+class MatmulExpr;  // ops/linalg.hpp: the lazy product a @ b
+
+// exec/assign.hpp: evaluates `expr` into `dst` (one kernel or one loop).
+template <class T, int Rank, class D, class E>
+void assign(Tensor<T, Rank, D>& dst, const E& expr);
+
+// exec/lowering.hpp's hook, defined in ops/linalg.hpp: evaluates an expression that holds
+// matmul nodes into dst, which assign() has already allocated and checked.
+template <class T, int Rank, class D, class E>
+void assign_with_matmul(Tensor<T, Rank, D>& dst, const E& expr);
+
+// autograd/graph.hpp: the backward from `root`, seeded with *seed (ones when null).
+template <class T, int R, class D>
+void run_backward(const Tensor<T, R, D>& root, const Tensor<T, R, D>* seed, bool retain);
+
+// autograd/views.hpp: records how a view (or copy) `out` of `in` passes its gradient back
+// (`back(grad_out)` gives in's gradient), when `in` needs a gradient.
+template <class Out, class In, class Back>
+void record_view(Out& out, const In& in, const Back& back, const char* name);
+
+// autograd/views.hpp: a recorded write into a view.
+template <class T, int R, class D, class E>
+void assign_into_view(Tensor<T, R, D>& dst, const E& expr);
+
+// autograd/views.hpp: dst (computed by a recorded operation) was overwritten by values that
+// need no gradient.
+template <class T, int R, class D>
+void record_constant_write(Tensor<T, R, D>& dst);
+
+// ops/reduce.hpp: g summed down to `shape` (the axes it was broadcast along).
+template <class T, int R, class D, std::size_t N>
+Tensor<T, int(N), D> sum_to(const Tensor<T, R, D>& g, const std::array<std::int64_t, N>& shape);
+
+// derivatives/fused.hpp: assign() when the assignment is recorded for autograd.
+template <class T, int Rank, class D, class E>
+void assign_recorded(Tensor<T, Rank, D>& dst, const E& expr);
+
+// derivatives/reduce.hpp: records out = reduce(expr) for autograd (axis -1: all).
+template <template <class> class Op, class T, int RO, class D, class E>
+void record_reduction(Tensor<T, RO, D>& out, const E& expr, int axis, const char* name);
+
+// derivatives/linalg.hpp: records dst = a @ b (matmul nodes exist only where ops/linalg.hpp
+// is included).
+template <class T, int R, class D, class A, class B>
+void record_matmul(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product);
+
+// derivatives/linear.hpp: records dst = act(a @ w + bias) as one node when expr has that
+// form; false otherwise.
+template <class T, int R, class D, class E>
+bool record_linear(Tensor<T, R, D>& dst, const E& expr);
+
+}  // namespace detail
+}  // namespace et

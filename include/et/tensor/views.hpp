@@ -1,0 +1,96 @@
+// Part of et/tensor.hpp, which includes it after the class (include et/tensor.hpp, not
+// this): the bodies of Tensor's view methods and contiguous() (their documentation is at
+// the declarations). A view is another layout over the same storage, made by views.hpp's
+// layout arithmetic; in grad mode it records how its gradient reaches the tensor it views
+// (autograd/views.hpp). contiguous(), and reshape() where no view reads the layout, copy.
+#pragma once
+
+namespace et {
+
+template <Element T, int Rank, Device D>
+template <std::size_t N>
+Tensor<T, int(N), D> Tensor<T, Rank, D>::view(const std::array<std::int64_t, N>& shape) const {
+  require_defined("view()");
+  return share_storage(detail::view_layout(strided_layout(), shape), "view()",
+                       [shape = shape_](const auto& g) { return g.reshape(shape); });
+}
+
+template <Element T, int Rank, Device D>
+template <std::size_t N>
+Tensor<T, int(N), D> Tensor<T, Rank, D>::reshape(const std::array<std::int64_t, N>& shape) const {
+  require_defined("reshape()");
+  const auto extents = detail::infer_view_shape("reshape()", shape, shape_);
+  if (const auto strides = detail::view_strides(shape_, strides_, extents))
+    return share_storage(detail::StridedLayout<N>{extents, *strides, offset_}, "reshape()",
+                         [shape = shape_](const auto& g) { return g.reshape(shape); });
+  return contiguous().view(extents);  // not viewable, hence not contiguous: contiguous() copies
+}
+
+template <Element T, int Rank, Device D>
+Tensor<T, Rank, D> Tensor<T, Rank, D>::permute(const std::array<int, Rank>& axes) const {
+  require_defined("permute()");
+  const auto layout = detail::permute_layout(strided_layout(), axes);  // checks the axes
+  std::array<int, Rank> inverse{};
+  for (int k = 0; k < Rank; ++k) inverse[static_cast<std::size_t>(detail::normalize_axis(axes[k], Rank))] = k;
+  return share_storage(layout, "permute()", [inverse](const auto& g) { return g.permute(inverse); });
+}
+
+template <Element T, int Rank, Device D>
+Tensor<T, Rank, D> Tensor<T, Rank, D>::slice(int axis, std::int64_t begin, std::int64_t end, std::int64_t step) const {
+  require_defined("slice()");
+  return share_storage(detail::slice_layout(strided_layout(), axis, begin, end, step), "slice()",
+                       [=, shape = shape_](const auto& g) {
+                         Tensor base = zeros_like_shape(shape);
+                         base.raw_view(detail::slice_layout(base.strided_layout(), axis, begin, end, step)) = g;
+                         return base;
+                       });
+}
+
+template <Element T, int Rank, Device D>
+Tensor<T, Rank + 1, D> Tensor<T, Rank, D>::unsqueeze(int axis) const {
+  require_defined("unsqueeze()");
+  return share_storage(detail::unsqueeze_layout(strided_layout(), axis), "unsqueeze()",
+                       [axis](const auto& g) { return g.squeeze(axis); });
+}
+
+template <Element T, int Rank, Device D>
+template <std::size_t N>
+Tensor<T, int(N), D> Tensor<T, Rank, D>::expand(const std::array<std::int64_t, N>& shape) const {
+  require_defined("expand()");
+  return share_storage(detail::expand_layout(strided_layout(), shape), "expand()",
+                       [from = shape_](const auto& g) { return detail::sum_to(g, from); });
+}
+
+template <Element T, int Rank, Device D>
+Tensor<T, Rank, D> Tensor<T, Rank, D>::contiguous() const {
+  require_defined("contiguous()");
+  if (is_contiguous()) return *this;
+  Tensor out = allocate(shape_);
+  detail::assign(out, *this);
+  return out;
+}
+
+template <Element T, int Rank, Device D>
+template <std::size_t N, class Back>
+Tensor<T, int(N), D> Tensor<T, Rank, D>::share_storage(const detail::StridedLayout<N>& layout, const char* name, const Back& back) const {
+  Tensor<T, int(N), D> out(storage_, layout.offset, layout.shape, layout.strides);
+  out.view_ = true;
+#if !defined(ET_NO_AUTOGRAD)
+  // In grad mode a view of a floating-point tensor is linked to it (autograd/views.hpp):
+  // this tensor gets autograd state now if it has none, for a write into the view to reach.
+  if constexpr (detail::is_floating_v<T>) {
+    if (!autograd_ && grad_enabled()) autograd_ = std::make_shared<detail::AutogradMeta<T, Rank, D>>();
+  }
+#endif
+  if (autograd_) detail::record_view(out, *this, back, name);
+  return out;
+}
+
+template <Element T, int Rank, Device D>
+Tensor<T, Rank, D> Tensor<T, Rank, D>::zeros_like_shape(const Shape<Rank>& shape) {
+  Tensor out = allocate(shape);
+  out = T(0);
+  return out;
+}
+
+}  // namespace et
