@@ -4,11 +4,11 @@
 // tensor of random extents (0, 1, odd, up to 7), in six element types. The reference
 // follows each step on the list of the base's element numbers that the view reads, with
 // index arithmetic of its own, and the rule for writing (an axis of extent > 1 that
-// expand() stretched overlaps; every other view can be written, and the writes reach the
-// base). Each case checks the shape, every element read, and, unless a step copied, a
-// write through the view (copy_() or an expression): into the base (every element, the
-// untouched ones included), or the et::Error of an overlapping destination. Shared by the
-// CPU and GPU tests.
+// expand() stretched overlaps, unless the view has no elements; every other view can be
+// written, and the writes reach the base). Each case checks the shape, every element
+// read, and, unless a step copied, a write through the view (copy_() or an expression):
+// into the base (every element, the untouched ones included), or the et::Error of an
+// overlapping destination. Shared by the CPU and GPU tests.
 #pragma once
 
 #include "random_cases.hpp"
@@ -48,6 +48,8 @@ struct ViewModel {
     return out;
   }
   bool overlaps() const {
+    for (int d = 0; d < 3; ++d)
+      if (shape[d] == 0) return false;  // no elements, none that overlap
     for (int d = 0; d < 3; ++d)
       if (stretched[d] && shape[d] > 1) return true;
     return false;
