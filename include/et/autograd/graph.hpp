@@ -178,11 +178,9 @@ Tensor<T, R, D> saved_data(const Tensor<T, R, D>& t) {
 /// What a node saves of its input t: t itself, autograd state included (the node takes t's
 /// version from it, then keeps its saved_data), or, when `overwritten` (the result of an
 /// in-place operation, written after its node saved its inputs) shares t's storage, a copy
-/// of t's values, which has no version to check: no later write reaches it. An empty t has
-/// no values a write could change (and no storage to compare): its bare handle is saved.
+/// of t's values, which has no version to check: no later write reaches it.
 template <class T, int R, class D, class Out>
 Tensor<T, R, D> saved_before_write(const Tensor<T, R, D>& t, const Out* overwritten) {
-  if (overwritten != nullptr && t.defined() && t.numel() == 0) return saved_data(t);
   if (overwritten == nullptr || !t.defined() || !t.storage() || t.storage() != overwritten->storage()) return t;
   NoGradGuard no_grad;
   return saved_data(t.clone());
@@ -192,6 +190,7 @@ Tensor<T, R, D> saved_before_write(const Tensor<T, R, D>& t, const Out* overwrit
 /// (shared with its views; none for a handle without one) and the count of its storage
 /// (runtime/version.hpp: every write through any handle over the data reaches it). The
 /// storage's is held weakly: the node's saved tensors, not its versions, keep data alive.
+/// A tensor of no elements has no values a write could change: nothing is watched.
 struct SavedVersion {
   std::shared_ptr<VersionCounter> counter;
   std::weak_ptr<VersionCounter> data;
@@ -200,6 +199,7 @@ struct SavedVersion {
   template <class T, int R, class D>
   static SavedVersion of(const Tensor<T, R, D>& t) {
     SavedVersion out;
+    if (t.numel() == 0) return out;
     if (const auto& meta = t.autograd_meta()) {
       out.counter = meta->version;
       out.seen = meta->version->value.load(std::memory_order_relaxed);

@@ -62,8 +62,7 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public GradSink<T, RO,
     l = 0;
     auto save = [&](const auto& leaf) {
       auto saved = saved_data(saved_before_write(leaf, overwritten));
-      // a copy, or no values at all: later writes cannot change what the backward reads
-      if (saved.storage() != leaf.storage() || saved.numel() == 0) versions_[l] = {};
+      if (saved.storage() != leaf.storage()) versions_[l] = {};  // a copy: later writes cannot reach it
       ++l;
       return saved;
     };
