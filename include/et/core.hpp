@@ -14,6 +14,7 @@
 #include "et/derivatives/fused.hpp"
 #include "et/autograd/graph.hpp"
 #include "et/derivatives/reduce.hpp"
+#include "et/derivatives/softmax.hpp"
 #include "et/autograd/views.hpp"
 #include "et/config.hpp"
 #include "et/device.hpp"

@@ -11,8 +11,10 @@
 #include "et/backend/cuda/unavailable.hpp"
 #include "et/exec/assign.hpp"
 
+#include "et/derivatives/index.hpp"
 #include "et/derivatives/linalg.hpp"
 #include "et/derivatives/linear.hpp"
+#include "et/derivatives/nn.hpp"
 #include "et/core.hpp"
 #include "et/ops/linalg.hpp"
 #include "et/ops/index.hpp"

@@ -49,7 +49,7 @@ std::vector<double> values_of(const et::Tensor<T, 4, D>& t) {
 
 /// Every element within `tolerance` times the larger of 1 and the largest |expected|.
 template <class T, class D>
-void check_close(const et::Tensor<T, 4, D>& got, const et::Tensor<T, 4, et::Cpu>& expected, double tolerance) {
+void check_scaled_matches(const et::Tensor<T, 4, D>& got, const et::Tensor<T, 4, et::Cpu>& expected, double tolerance) {
   REQUIRE(got.shape() == expected.shape());
   test::check_scaled_close(values_of(got), values_of(expected), tolerance,
                            "the GPU result differs from the CPU result");
@@ -79,13 +79,13 @@ void check_convolution(const CudnnConvCase& cc, et::Layout layout) {
   const auto xg = x.to(et::cuda<0>), wg = w.to(et::cuda<0>);
   const auto bg = b.to(et::cuda<0>);
   const auto y = cc.bias ? et::conv2d(x, w, b, options) : et::conv2d(x, w, options);
-  check_close(cc.bias ? et::conv2d(xg, wg, bg, options) : et::conv2d(xg, wg, options), y, tolerance<T>());
+  check_scaled_matches(cc.bias ? et::conv2d(xg, wg, bg, options) : et::conv2d(xg, wg, options), y, tolerance<T>());
   const auto dy = random_cpu<T>(y.shape(), 3);
   const auto dyg = dy.to(et::cuda<0>);
-  check_close(et::conv2d_backward_data(dyg, wg, xg.shape(), options), et::conv2d_backward_data(dy, w, x.shape(), options),
-              tolerance<T>());
-  check_close(et::conv2d_backward_filter(xg, dyg, wg.shape(), options),
-              et::conv2d_backward_filter(x, dy, w.shape(), options), tolerance<T>());
+  check_scaled_matches(et::conv2d_backward_data(dyg, wg, xg.shape(), options),
+                       et::conv2d_backward_data(dy, w, x.shape(), options), tolerance<T>());
+  check_scaled_matches(et::conv2d_backward_filter(xg, dyg, wg.shape(), options),
+                       et::conv2d_backward_filter(x, dy, w.shape(), options), tolerance<T>());
 }
 
 struct CudnnPoolCase {
@@ -113,16 +113,16 @@ void check_pooling(const CudnnPoolCase& pc, et::Layout layout) {
   const auto xg = x.to(et::cuda<0>);
   const auto y = et::max_pool2d(x, options);
   const auto yg = et::max_pool2d(xg, options);
-  check_close(yg, y, 0);  // exact: a maximum is one of the inputs
+  check_scaled_matches(yg, y, 0);  // exact: a maximum is one of the inputs
   const auto a = et::avg_pool2d(x, options);
-  check_close(et::avg_pool2d(xg, options), a, tolerance<T>());
+  check_scaled_matches(et::avg_pool2d(xg, options), a, tolerance<T>());
   const auto dy = random_cpu<T>(y.shape(), 6);
   const auto dyg = dy.to(et::cuda<0>);
-  check_close(et::avg_pool2d_backward(dyg, xg.shape(), options), et::avg_pool2d_backward(dy, x.shape(), options),
-              tolerance<T>());
+  check_scaled_matches(et::avg_pool2d_backward(dyg, xg.shape(), options),
+                       et::avg_pool2d_backward(dy, x.shape(), options), tolerance<T>());
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {  // 16-bit rounding makes ties
-    check_close(et::max_pool2d_backward(dyg, xg, yg, options), et::max_pool2d_backward(dy, x, y, options),
-                tolerance<T>());
+    check_scaled_matches(et::max_pool2d_backward(dyg, xg, yg, options), et::max_pool2d_backward(dy, x, y, options),
+                         tolerance<T>());
   }
 }
 
@@ -181,25 +181,25 @@ TEST_CASE("conv2d on the GPU: one search per configuration, strided inputs, TF32
     const auto expected = et::conv2d(xs, ws, exact);
     const auto xsg = xs.to(et::cuda<0>), wsg = ws.to(et::cuda<0>);
     const std::int64_t before = cudnn::algorithm_searches();
-    check_close(et::conv2d(xsg, wsg, exact), expected, 2e-5);
+    check_scaled_matches(et::conv2d(xsg, wsg, exact), expected, 2e-5);
     CHECK(cudnn::algorithm_searches() == before + 1);
     CHECK(cudnn::last_search().timed >= 1);
     CHECK(cudnn::last_search().configurations >= cudnn::last_search().timed);
     const auto other = random_cpu<float>({1, 3, 13, 11}, 17).to(et::cuda<0>);  // new data, same configuration
     CHECK(et::conv2d(other, wsg, exact).shape() == expected.shape());
-    check_close(et::conv2d(xsg, wsg, exact), expected, 2e-5);
+    check_scaled_matches(et::conv2d(xsg, wsg, exact), expected, 2e-5);
     CHECK(cudnn::algorithm_searches() == before + 1);
-    check_close(et::conv2d(xsg, wsg, {.padding = {1, 1}, .allow_tf32 = true}), expected, 1e-2);  // TF32 is part of the configuration
+    check_scaled_matches(et::conv2d(xsg, wsg, {.padding = {1, 1}, .allow_tf32 = true}), expected, 1e-2);  // TF32 is part of the configuration
     CHECK(cudnn::algorithm_searches() == before + 2);
   }
   SECTION("TF32 (the default) stays within TF32's rounding") {
-    check_close(et::conv2d(xg, wg, {.padding = {1, 1}}), want, 1e-2);
+    check_scaled_matches(et::conv2d(xg, wg, {.padding = {1, 1}}), want, 1e-2);
   }
   SECTION("a non-contiguous input is packed first") {
     const auto x_nhwc = x.permute({0, 2, 3, 1}).contiguous().to(et::cuda<0>);  // nhwc memory
     const auto x_view = x_nhwc.permute({0, 3, 1, 2});                      // read as nchw
     REQUIRE_FALSE(x_view.is_contiguous());
-    check_close(et::conv2d(x_view, wg, exact), want, 2e-5);
+    check_scaled_matches(et::conv2d(x_view, wg, exact), want, 2e-5);
   }
   SECTION("an empty batch") {
     const auto x0 = et::zeros<float>(et::cuda<0>, {0, 8, 12, 10});
@@ -210,10 +210,10 @@ TEST_CASE("conv2d on the GPU: one search per configuration, strided inputs, TF32
   }
   SECTION("the bias is added per output channel, in both layouts") {
     const auto b = random_cpu<float>({1, 1, 1, 16}, 14).view(et::Shape<1>{16});
-    check_close(et::conv2d(xg, wg, b.to(et::cuda<0>), exact), et::conv2d(x, w, b, exact), 2e-5);
+    check_scaled_matches(et::conv2d(xg, wg, b.to(et::cuda<0>), exact), et::conv2d(x, w, b, exact), 2e-5);
     const et::Conv2dOptions nhwc{.padding = {1, 1}, .layout = et::Layout::nhwc, .allow_tf32 = false};
     const auto xn = x.permute({0, 2, 3, 1}).contiguous(), wn = w.permute({0, 2, 3, 1}).contiguous();
-    check_close(et::conv2d(xn.to(et::cuda<0>), wn.to(et::cuda<0>), b.to(et::cuda<0>), nhwc), et::conv2d(xn, wn, b, nhwc),
+    check_scaled_matches(et::conv2d(xn.to(et::cuda<0>), wn.to(et::cuda<0>), b.to(et::cuda<0>), nhwc), et::conv2d(xn, wn, b, nhwc),
                 2e-5);
   }
   SECTION("shape errors are thrown before any GPU work") {

@@ -40,15 +40,11 @@ et::Tensor<std::int64_t, R, et::Cpu> random_indices(const et::Shape<R>& shape, s
   return et::from_vector(et::cpu, values, shape);
 }
 
+/// The GPU's result against the CPU's, each element within test::close's tolerance.
 template <class A, class B>
-void check_close(const A& gpu, const B& cpu, double tolerance) {
-  const auto got = et::eval(et::cast<double>(gpu)).to(et::cpu).to_vector();
-  const auto expected = et::eval(et::cast<double>(cpu)).to_vector();
-  REQUIRE(got.size() == expected.size());
-  for (std::size_t k = 0; k < got.size(); ++k) {
-    CAPTURE(k);
-    CHECK(std::abs(got[k] - expected[k]) <= tolerance * std::max(1.0, std::abs(expected[k])));
-  }
+void check_matches_cpu(const A& gpu, const B& cpu, double tolerance) {
+  test::check_all_close(et::eval(et::cast<double>(gpu)).to(et::cpu).to_vector(),
+                        et::eval(et::cast<double>(cpu)).to_vector(), tolerance);
 }
 
 }  // namespace
@@ -72,7 +68,7 @@ TEST_CASE("gather, index_select, embedding, flip and scatter_add on cuda:0 give 
   const auto into = random_cpu<float, 2>({7, 1000}, 5);
   const auto to_rows = random_indices<2>({4000, 1000}, 7, 6);
   const auto src = random_cpu<float, 2>({4000, 1000}, 7);
-  check_close(et::scatter_add(into.to(et::cuda<0>), 0, to_rows.to(et::cuda<0>), src.to(et::cuda<0>)),
+  check_matches_cpu(et::scatter_add(into.to(et::cuda<0>), 0, to_rows.to(et::cuda<0>), src.to(et::cuda<0>)),
               et::scatter_add(into, 0, to_rows, src), 1e-4);
   for (auto type_case : {0, 1, 2}) {
     CAPTURE(type_case);
@@ -84,7 +80,7 @@ TEST_CASE("gather, index_select, embedding, flip and scatter_add on cuda:0 give 
     };
     if (type_case == 0) CHECK(scatter(std::int64_t{}, et::cuda<0>).to(et::cpu).to_vector() == scatter(std::int64_t{}, et::cpu).to_vector());
     if (type_case == 1) CHECK(scatter(std::int32_t{}, et::cuda<0>).to(et::cpu).to_vector() == scatter(std::int32_t{}, et::cpu).to_vector());
-    if (type_case == 2) check_close(scatter(et::bfloat16{}, et::cuda<0>), scatter(et::bfloat16{}, et::cpu), 1e-2);
+    if (type_case == 2) check_matches_cpu(scatter(et::bfloat16{}, et::cuda<0>), scatter(et::bfloat16{}, et::cpu), 1e-2);
   }
   CHECK_THROWS_WITH(et::gather(xg, 1, et::full<std::int64_t>(et::cuda<0>, {1, 1}, 1000)),
                     Contains("gather: indices range over [1000, 1000], outside [0, 1000) of axis 1"));
@@ -96,8 +92,8 @@ TEST_CASE("cumsum, sort and topk on cuda:0 (CUB) give the CPU's values", "[scan]
     const auto x = random_cpu<float, 2>({rows, cols}, 9);
     const auto xg = x.to(et::cuda<0>);
     // float sums in another order: the CPU adds in double; rows of 2^20 values of |x| < 4.
-    check_close(et::cumsum(xg, 1), et::cumsum(x, 1), cols > 4096 ? 1e-3 : 1e-4);
-    check_close(et::cumsum(xg, 0), et::cumsum(x, 0), rows > 4096 ? 1e-3 : 1e-4);
+    check_matches_cpu(et::cumsum(xg, 1), et::cumsum(x, 1), cols > 4096 ? 1e-3 : 1e-4);
+    check_matches_cpu(et::cumsum(xg, 0), et::cumsum(x, 0), rows > 4096 ? 1e-3 : 1e-4);
     for (bool descending : {false, true}) {
       const auto [values, indices] = et::sort(xg, 1, descending);
       const auto [cpu_values, cpu_indices] = et::sort(x, 1, descending);
@@ -155,7 +151,7 @@ TEST_CASE("gradients through the indexing operations on cuda:0 equal the CPU's",
     et::eval(loss).backward();
     return leaf.grad().to(et::cpu);
   };
-  check_close(grad_of(et::cuda<0>), grad_of(et::cpu), 1e-12);
+  check_matches_cpu(grad_of(et::cuda<0>), grad_of(et::cpu), 1e-12);
 }
 
 TEST_CASE("GPU: writing sort's returned indices is seen by its backward", "[scan][autograd][version]") {

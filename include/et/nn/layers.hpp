@@ -13,6 +13,7 @@
 
 #include "et/nn/module.hpp"
 #include "et/ops/linalg.hpp"
+#include "et/derivatives/nn.hpp"
 #include "et/ops/nn.hpp"
 #include "et/ops/random.hpp"
 #include "et/ops/reduce.hpp"

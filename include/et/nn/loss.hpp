@@ -18,26 +18,13 @@
 
 #include <cstdint>
 #include <string>
-#include <tuple>
 
-#include "et/autograd/graph.hpp"
-#include "et/ops/creation.hpp"
+#include "et/derivatives/softmax.hpp"
 #include "et/ops/reduce.hpp"
 #include "et/ops/softmax.hpp"
 #include "et/tensor.hpp"
 
 namespace et::nn {
-
-namespace detail {
-
-/// 0, 1, ..., classes - 1 along the last axis, as an expression (no tensor, no kernel).
-template <class D>
-auto column_index(std::int64_t classes) {
-  using Gen = et::detail::RangeGenerator<std::int64_t>;
-  return et::detail::GeneratorExpr<Gen, 1, D>(Gen{0, 1}, Shape<1>{classes});
-}
-
-}  // namespace detail
 
 /// mean((prediction - target)^2) over all elements: a 0-d tensor. The shapes must be equal
 /// (PyTorch would broadcast and warn). Throws ShapeError for different shapes or no elements.
@@ -65,7 +52,7 @@ template <class T, class D>
 Tensor<T, 0, D> cross_entropy_on(const Tensor<T, 2, D>& logits, const Tensor<std::int64_t, 1, D>& labels) {
   et::detail::require_defined_operand(logits);
   et::detail::require_defined_operand(labels);
-  const std::int64_t n = logits.size(0), classes = logits.size(1);
+  const std::int64_t n = logits.size(0);
   if (labels.size(0) != n)
     throw ShapeError("et: cross_entropy: logits of shape " + format_shape(logits.shape()) + " but labels of shape " +
                      format_shape(labels.shape()) + "; labels need one entry per row");
@@ -73,18 +60,7 @@ Tensor<T, 0, D> cross_entropy_on(const Tensor<T, 2, D>& logits, const Tensor<std
   auto loss = Tensor<T, 0, D>::allocate(Shape<0>{});
   auto lse = Tensor<T, 1, D>::allocate(Shape<1>{n});  // saved for the backward
   cross_entropy_into(et::detail::backend<D>, logits, labels, lse, loss, et::detail::rows_geometry(logits, 1, lse));
-#if !defined(ET_NO_AUTOGRAD)
-  if (grad_enabled() && logits.requires_grad()) {
-    auto backward = [n, classes](const auto& g, const auto&, const auto& x, const auto& saved_lse,
-                                 const auto& saved_labels) {
-      const auto onehot = cast<T>(detail::column_index<D>(classes) == saved_labels.unsqueeze(1));
-      Tensor<T, 2, D> dx = (exp(x - saved_lse.unsqueeze(1)) - onehot) * (g / T(n));
-      return std::tuple{dx};
-    };
-    et::detail::attach(
-        loss, et::detail::make_op_node<Tensor<T, 0, D>>("cross_entropy", std::tie(logits), backward, logits, lse, labels));
-  }
-#endif
+  et::detail::record_cross_entropy(loss, logits, lse, labels);
   return loss;
 }
 

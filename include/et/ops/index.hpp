@@ -2,8 +2,8 @@
 // one generator kernel each (the source element of every output coordinate, computed in
 // place: any layout, every element type, every device); scatter_add adds into a copy of
 // its input, with atomics on the GPU (backend/cpu/index.hpp, backend/cuda/index.hpp).
-// Each is recorded for autograd: the gradient of a gather is a scatter_add of the output's
-// gradient, and that of a scatter_add's source a gather.
+// Each is recorded for autograd (derivatives/index.hpp): the gradient of a gather is a
+// scatter_add of the output's gradient, and that of a scatter_add's source a gather.
 //
 //   auto g = et::gather(x, 1, idx);            // g[i][j] = x[i][idx[i][j]]
 //   auto s = et::index_select(x, 0, rows);     // the rows `rows` (int64 [n]) of x
@@ -23,7 +23,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "et/autograd/graph.hpp"
 #include "et/backend/cpu/index.hpp"
 #include "et/exec/assign.hpp"
 #include "et/ops/creation.hpp"
@@ -87,19 +86,6 @@ void check_index_range(const Tensor<std::int64_t, R, D>& index, std::int64_t ext
                 "], outside [0, " + std::to_string(extent) + ") of axis " + std::to_string(axis));
 }
 
-/// Attaches to `out` the node of an operation on `in` (when it needs a gradient).
-template <class T, int RO, class D, int RI, class Backward, class... Saved>
-void record_index_op([[maybe_unused]] Tensor<T, RO, D>& out, [[maybe_unused]] const char* name,
-                     [[maybe_unused]] const Tensor<T, RI, D>& in, [[maybe_unused]] Backward backward,
-                     [[maybe_unused]] const Saved&... saved) {
-#if !defined(ET_NO_AUTOGRAD)
-  if constexpr (!(D::is_cuda && !device_compiler)) {
-    if (!grad_enabled() || !needs_grad(in)) return;
-    attach(out, make_op_node<Tensor<T, RO, D>>(name, std::tie(in), std::move(backward), saved...));
-  }
-#endif
-}
-
 template <class T, int R, class D>
 Tensor<T, R, D> gather_unchecked(const Tensor<T, R, D>& x, int a, const Tensor<std::int64_t, R, D>& index) {
   GatherGenerator<T, R> gen = gather_generator(x, index.shape());
@@ -145,19 +131,6 @@ Tensor<T, R, D> flip_unchecked(const Tensor<T, R, D>& x, const std::vector<int>&
   return out;
 }
 
-/// Records out = gather(x, a, index) for autograd: x's gradient is the output's, added
-/// back at the positions it was read from.
-template <class T, int R, class D>
-void record_gather(Tensor<T, R, D>& out, const char* name, const Tensor<T, R, D>& x, int a,
-                   const Tensor<std::int64_t, R, D>& index) {
-  record_index_op(
-      out, name, x,
-      [a, shape = x.shape()](const auto& g, const auto&, const auto& idx) {
-        return std::tuple{scatter_add_unchecked(zeros<T>(D{}, shape), a, idx, g)};
-      },
-      index.detach());
-}
-
 template <class T, int R, class D, class DI>
 int check_gather(const Tensor<T, R, D>& x, int axis, const Tensor<std::int64_t, R, DI>& index, const char* op) {
   static_assert(R >= 1, "et: gather, scatter_add and index_select index along an axis, which a 0-d tensor lacks");
@@ -200,24 +173,7 @@ Tensor<T, R, D> scatter_add(const Tensor<T, R, D>& x, int axis, const Tensor<std
       throw ShapeError("et: scatter_add: index of shape " + format_shape(index.shape()) +
                        " is longer than the source " + format_shape(src.shape()) + " along axis " + std::to_string(d));
   Tensor<T, R, D> out = detail::scatter_add_unchecked(x, a, index, src);
-#if !defined(ET_NO_AUTOGRAD)
-  if constexpr (!(D::is_cuda && !detail::device_compiler)) {
-    if (grad_enabled() && (detail::needs_grad(x) || detail::needs_grad(src))) {
-      auto backward = [a, src_shape = src.shape()](const auto& g, const auto& needs, const auto& idx) {
-        Tensor<T, R, D> dsrc;
-        if (needs[1]) {  // src's elements outside index's shape took no part
-          dsrc = zeros<T>(D{}, src_shape);
-          Tensor<T, R, D> part = dsrc;
-          for (int d = 0; d < R; ++d) part = part.slice(d, 0, idx.size(d));
-          std::move(part) = detail::gather_unchecked(g, a, idx);
-        }
-        return std::tuple{g, dsrc};
-      };
-      detail::attach(out, detail::make_op_node<Tensor<T, R, D>>("scatter_add", std::tie(x, src), backward,
-                                                                index.detach()));
-    }
-  }
-#endif
+  detail::record_scatter_add(out, x, src, a, index);
   return out;
 }
 
@@ -266,9 +222,7 @@ Tensor<T, R, D> flip(const Tensor<T, R, D>& x, std::initializer_list<int> axes) 
     normalized.push_back(a);
   }
   Tensor<T, R, D> out = detail::flip_unchecked(x, normalized);
-  detail::record_index_op(out, "flip", x, [normalized](const auto& g, const auto&) {
-    return std::tuple{detail::flip_unchecked(g, normalized)};
-  });
+  detail::record_flip(out, x, normalized);
   return out;
 }
 template <class T, int R, class D>

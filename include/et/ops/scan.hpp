@@ -10,7 +10,7 @@
 //   auto [values, indices] = et::sort(x, -1);        // ascending, stable; NaN last
 //   auto [top, at] = et::topk(x, 5, -1);             // the 5 largest, largest first
 //
-// Each is recorded for autograd: cumsum's gradient is the reversed cumulative sum of the
+// Each is recorded for autograd (derivatives/index.hpp): cumsum's gradient is the reversed cumulative sum of the
 // output's, sort's and topk's values send theirs back to the positions they came from.
 #pragma once
 
@@ -101,12 +101,7 @@ Tensor<detail::cumsum_t<T>, R, D> cumsum(const Tensor<T, R, D>& x, int axis) {
   const int a = detail::normalize_axis(axis, R, "cumsum", format_shape(x.shape()));
   const Tensor<T, 2, D> in = detail::as_rows(x, a);
   Tensor<detail::cumsum_t<T>, 2, D> rows = detail::cumsum_of_rows(in);
-  if constexpr (std::is_same_v<detail::cumsum_t<T>, T>) {
-    detail::record_index_op(rows, "cumsum", in, [](const auto& g, const auto&) {
-      // d/dx_j of sum_k>=j: the sums of g from the end.
-      return std::tuple{flip(detail::cumsum_of_rows(flip(g, 1)), 1)};
-    });
-  }
+  if constexpr (std::is_same_v<detail::cumsum_t<T>, T>) detail::record_cumsum(rows, in);
   return detail::from_rows<R>(rows, x.shape(), a);
 }
 
@@ -119,12 +114,7 @@ Sorted<T, R, D> sort(const Tensor<T, R, D>& x, int axis = -1, bool descending = 
   const int a = detail::normalize_axis(axis, R, "sort", format_shape(x.shape()));
   const Tensor<T, 2, D> in = detail::as_rows(x, a);
   Sorted<T, 2, D> rows = detail::sort_of_rows(in, descending);
-  detail::record_index_op(
-      rows.values, "sort", in,
-      [shape = in.shape()](const auto& g, const auto&, const auto& at) {
-        return std::tuple{detail::scatter_add_unchecked(zeros<T>(D{}, shape), 1, at, g)};
-      },
-      rows.indices);
+  detail::record_sort(rows.values, in, rows.indices);
   return {detail::from_rows<R>(rows.values, x.shape(), a), detail::from_rows<R>(rows.indices, x.shape(), a)};
 }
 

@@ -4,16 +4,12 @@
 // twice). Any layout and any axis; rows along a unit-stride axis read and write 16 bytes
 // at a time on the GPU. An expression argument is evaluated into a tensor first.
 //
-// Recorded for autograd as one node each: the gradients are
-//   softmax      dx = y * (g - sum(g * y, axis))
-//   log_softmax  dx = g - exp(y) * sum(g, axis)
-//   logsumexp    dx = g * exp(x - y)               (g and y broadcast along the axis)
+// Recorded for autograd as one node each (derivatives/softmax.hpp has the gradients).
 #pragma once
 
 #include <string>
 #include <tuple>
 
-#include "et/autograd/graph.hpp"
 #include "et/backend/cpu/softmax.hpp"
 #include "et/backend/softmax_ops.hpp"
 #include "et/exec/assign.hpp"
@@ -50,9 +46,6 @@ RowsGeometry<R - 1> rows_geometry(const Tensor<T, R, D>& x, int a, const Tensor<
   return g;
 }
 
-template <class Kind, int RO, class T, int R, class D>
-void record_row_op(Tensor<T, RO, D>& y, const Tensor<T, R, D>& x, int a);
-
 /// Kind's operation on the rows of e along `axis`, into a new tensor of rank RO.
 template <class Kind, int RO, class E>
 auto row_operation(const E& e, int axis) {
@@ -80,38 +73,6 @@ auto row_operation(const E& e, int axis) {
   if (y.numel() > 0) softmax_rows_into(backend<D>, Kind{}, x, y, g);  // backend/backend.hpp
   record_row_op<Kind>(y, x, a);
   return y;
-}
-
-/// Records y = Kind(x) along axis a for autograd (ops/softmax.hpp's header has the gradients).
-template <class Kind, int RO, class T, int R, class D>
-void record_row_op([[maybe_unused]] Tensor<T, RO, D>& y, [[maybe_unused]] const Tensor<T, R, D>& x,
-                   [[maybe_unused]] int a) {
-#if !defined(ET_NO_AUTOGRAD)
-  if constexpr (D::is_cuda && !device_compiler) {
-    return;  // the operation itself already stopped compilation with "needs nvcc"
-  } else {
-    if (!grad_enabled() || !needs_grad(x)) return;
-    y.meta();  // its version counter, shared by the saved handle (which holds no graph)
-    const Tensor<T, RO, D> saved = y.detach();
-    if constexpr (std::is_same_v<Kind, SoftmaxKind>) {
-      auto backward = [a](const auto& g, const auto&, const auto& out) {
-        return std::tuple{eval(out * (g - sum(g * out, a, true)))};
-      };
-      attach(y, make_op_node<Tensor<T, RO, D>>(Kind::name, std::tie(x), backward, saved));
-    } else if constexpr (std::is_same_v<Kind, LogSoftmaxKind>) {
-      auto backward = [a](const auto& g, const auto&, const auto& out) {
-        return std::tuple{eval(g - exp(out) * sum(g, a, true))};
-      };
-      attach(y, make_op_node<Tensor<T, RO, D>>(Kind::name, std::tie(x), backward, saved));
-    } else {
-      auto backward = [a](const auto& g, const auto&, const auto& in, const auto& out) {
-        if constexpr (RO == R) return std::tuple{eval(g * exp(in - out))};
-        else return std::tuple{eval(g.unsqueeze(a) * exp(in - out.unsqueeze(a)))};
-      };
-      attach(y, make_op_node<Tensor<T, RO, D>>(Kind::name, std::tie(x), backward, x.detach(), saved));
-    }
-  }
-#endif
 }
 
 }  // namespace detail

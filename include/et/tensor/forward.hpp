@@ -1,13 +1,15 @@
 // Declared low, defined high: the operations that a lower layer calls and a higher layer
 // defines, because the higher one is built on the lower. A tensor's view methods record
 // their backward (autograd), the executor hands recorded assignments to the derivatives
-// and products to the matrix multiply, a reduction records its node. Each is declared here
-// once, naming the file that defines it; a translation unit that calls one has included
-// that file (et/core.hpp and et/et.hpp include them all). docs/layers.txt has the layers.
+// and products to the matrix multiply, an operation (ops/) records its node
+// (derivatives/). Each is declared here once, naming the file that defines it; a
+// translation unit that calls one has included that file (et/core.hpp and et/et.hpp
+// include them all). docs/layers.txt has the layers.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "et/device.hpp"
 #include "et/types.hpp"
@@ -16,6 +18,8 @@ namespace et {
 
 template <Element T, int Rank, Device D>
 class Tensor;
+struct Conv2dOptions;  // backend/nn_shapes.hpp
+struct Pool2dOptions;
 
 namespace detail {
 
@@ -70,6 +74,42 @@ void record_matmul(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product);
 // form; false otherwise.
 template <class T, int R, class D, class E>
 bool record_linear(Tensor<T, R, D>& dst, const E& expr);
+
+// derivatives/nn.hpp: records y = conv2d(x, w[, bias]) for autograd.
+template <class T, class D, class TB, int RB, class DB>
+void record_conv(Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, const Tensor<T, 4, D>& w,
+                 const Tensor<TB, RB, DB>* bias, const Conv2dOptions& options);
+
+// derivatives/nn.hpp: records y = max_pool2d(x) (max) or avg_pool2d(x) for autograd.
+template <class T, class D>
+void record_pool(Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, const Pool2dOptions& options, bool max);
+
+// derivatives/softmax.hpp: records y = softmax, log_softmax or logsumexp (Kind) of x along
+// axis a for autograd.
+template <class Kind, int RO, class T, int R, class D>
+void record_row_op(Tensor<T, RO, D>& y, const Tensor<T, R, D>& x, int a);
+
+// derivatives/index.hpp: records out = gather(x, a, index) (or index_select, as a gather)
+// for autograd.
+template <class T, int R, class D>
+void record_gather(Tensor<T, R, D>& out, const char* name, const Tensor<T, R, D>& x, int a,
+                   const Tensor<std::int64_t, R, D>& index);
+
+// derivatives/index.hpp: records out = scatter_add(x, a, index, src) for autograd.
+template <class T, int R, class D>
+void record_scatter_add(Tensor<T, R, D>& out, const Tensor<T, R, D>& x, const Tensor<T, R, D>& src, int a,
+                        const Tensor<std::int64_t, R, D>& index);
+
+// derivatives/index.hpp: records out = flip(x) along `axes` for autograd.
+template <class T, int R, class D>
+void record_flip(Tensor<T, R, D>& out, const Tensor<T, R, D>& x, const std::vector<int>& axes);
+
+// derivatives/index.hpp: records the rows' cumulative sums, and the sorted rows (from the
+// positions `at`), of `in` ([rows, length]) for autograd.
+template <class T, class D>
+void record_cumsum(Tensor<T, 2, D>& out, const Tensor<T, 2, D>& in);
+template <class T, class D>
+void record_sort(Tensor<T, 2, D>& values, const Tensor<T, 2, D>& in, const Tensor<std::int64_t, 2, D>& at);
 
 }  // namespace detail
 }  // namespace et
