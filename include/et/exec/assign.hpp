@@ -171,8 +171,10 @@ void evaluate(Tensor<T, Rank, D>& dst, const E& expr) {
 template <class T, int Rank, class D, class E>
 void assign(Tensor<T, Rank, D>& dst, const E& expr) {
   [[maybe_unused]] const auto checked = common_device_of<D, typename E::device_type>();
+  // Operands on two devices: reported once, where they met; nothing more is compiled.
+  constexpr bool one_device = devices_agree_v<D, typename E::device_type> && devices_agree_in_v<E>;
 #if !defined(ET_DEVICE_COMPILER)
-  if constexpr (D::is_cuda) {  // here rather than only in run_on_device: a shorter report
+  if constexpr (D::is_cuda && one_device) {  // here rather than only in run_on_device: a shorter report
     [[maybe_unused]] cuda_evaluation_needs_nvcc<D> report;
   }
 #endif
@@ -182,7 +184,7 @@ void assign(Tensor<T, Rank, D>& dst, const E& expr) {
   static_assert(no_truncation,
                 "et: assigning a floating-point expression to an integer or bool tensor would truncate; "
                 "convert explicitly with et::cast<T>(expr)");
-  if constexpr (rank_fits && no_truncation) {  // after a failed check, report nothing more
+  if constexpr (one_device && rank_fits && no_truncation) {  // after a failed check, report nothing more
 #if !defined(ET_NO_AUTOGRAD)
     if constexpr (is_floating_v<T>) {
       if (dst.is_view() && grad_enabled() && (dst.requires_grad() || needs_grad(expr)))

@@ -79,6 +79,12 @@ using result_element_t = typename decltype(result_element<Op, Ts...>())::type;
 template <class E>
 inline constexpr std::uint64_t tree_ops_v = 0;
 
+/// False when operands on two different devices meet somewhere in expression E. The
+/// meeting itself stopped compilation with its message (same_devices); evaluating,
+/// assigning or reducing E then compiles nothing more, so that no second error follows.
+template <class E>
+inline constexpr bool devices_agree_in_v = true;
+
 /// Trees up to this many operations are held and evaluated as trees; larger ones are
 /// DAGs: their nodes live on the heap, shared by every copy (below), and the evaluator
 /// computes their shared subexpressions once per element (eval/program.hpp).
@@ -162,6 +168,9 @@ class MapExpr : public ExprTag {
 
 template <class Op, class... Cs>
 inline constexpr std::uint64_t tree_ops_v<MapExpr<Op, Cs...>> = MapExpr<Op, Cs...>::ops;
+template <class Op, class... Cs>
+inline constexpr bool devices_agree_in_v<MapExpr<Op, Cs...>> =
+    devices_agree_v<typename Cs::device_type...> && (devices_agree_in_v<Cs> && ...);
 
 /// A value computed from the linear (row-major) index alone: ranges and random numbers.
 /// Gen is a device-copyable functor `value_type operator()(std::int64_t) const`.

@@ -68,18 +68,22 @@ void require_device_expression() {
 /// answer (max, min, mean, argmax) and throws ShapeError.
 template <template <class> class Op, class Out, class E, bool Record = true>
 Tensor<Out, 0, expression_device_t<E>> reduce_all(const E& expr, const char* name, bool needs_elements) {
-  require_device_expression<E>();
-  require_defined_operand(expr);
-  using D = expression_device_t<E>;
-  const auto shape = expr.shape();
-  const std::int64_t n = checked_numel(shape);
-  if (n == 0 && needs_elements)
-    throw ShapeError(std::string("et: ") + name + " of an empty tensor (shape " + format_shape(shape) +
-                     ") is undefined");
-  auto out = Tensor<Out, 0, D>::allocate({});
-  reduce_into(backend<D>, Op<read_value_t<E>>{}, expr, out.data());  // backend/backend.hpp
-  if constexpr (Record) maybe_record_reduction<Op>(out, expr, -1, name);
-  return out;
+  if constexpr (!devices_agree_in_v<E>) {
+    return {};  // two devices met in E: reported there, once; nothing more is compiled
+  } else {
+    require_device_expression<E>();
+    require_defined_operand(expr);
+    using D = expression_device_t<E>;
+    const auto shape = expr.shape();
+    const std::int64_t n = checked_numel(shape);
+    if (n == 0 && needs_elements)
+      throw ShapeError(std::string("et: ") + name + " of an empty tensor (shape " + format_shape(shape) +
+                       ") is undefined");
+    auto out = Tensor<Out, 0, D>::allocate({});
+    reduce_into(backend<D>, Op<read_value_t<E>>{}, expr, out.data());  // backend/backend.hpp
+    if constexpr (Record) maybe_record_reduction<Op>(out, expr, -1, name);
+    return out;
+  }
 }
 
 /// Reduces along `axis` into a tensor of rank OutRank: E::rank - 1, or E::rank with the
@@ -87,31 +91,35 @@ Tensor<Out, 0, expression_device_t<E>> reduce_all(const E& expr, const char* nam
 template <template <class> class Op, class Out, int OutRank, class E, bool Record = true>
 Tensor<Out, OutRank, expression_device_t<E>> reduce_axis(const E& expr, int axis, const char* name,
                                                          bool needs_elements) {
-  require_device_expression<E>();
-  require_defined_operand(expr);
-  constexpr int R = E::rank;
-  static_assert(R >= 1, "et: an axis reduction needs an expression of rank 1 or more");
-  using D = expression_device_t<E>;
-  const auto shape = expr.shape();
-  const int a = normalize_axis(axis, R, name, format_shape(shape));
-  if (a < 0 || a >= R) __builtin_unreachable();  // normalize_axis threw; tells g++ (-Warray-bounds)
-  AxisProblem problem;
-  for (int d = 0; d < a; ++d) problem.outer *= shape[static_cast<std::size_t>(d)];
-  problem.length = shape[static_cast<std::size_t>(a)];
-  for (int d = a + 1; d < R; ++d) problem.inner *= shape[static_cast<std::size_t>(d)];
-  Shape<OutRank> out_shape{};
-  for (int d = 0, o = 0; d < R; ++d) {
-    if (d != a) out_shape[static_cast<std::size_t>(o++)] = shape[static_cast<std::size_t>(d)];
-    else if (OutRank == R) out_shape[static_cast<std::size_t>(o++)] = 1;
+  if constexpr (!devices_agree_in_v<E>) {
+    return {};  // two devices met in E: reported there, once; nothing more is compiled
+  } else {
+    require_device_expression<E>();
+    require_defined_operand(expr);
+    constexpr int R = E::rank;
+    static_assert(R >= 1, "et: an axis reduction needs an expression of rank 1 or more");
+    using D = expression_device_t<E>;
+    const auto shape = expr.shape();
+    const int a = normalize_axis(axis, R, name, format_shape(shape));
+    if (a < 0 || a >= R) __builtin_unreachable();  // normalize_axis threw; tells g++ (-Warray-bounds)
+    AxisProblem problem;
+    for (int d = 0; d < a; ++d) problem.outer *= shape[static_cast<std::size_t>(d)];
+    problem.length = shape[static_cast<std::size_t>(a)];
+    for (int d = a + 1; d < R; ++d) problem.inner *= shape[static_cast<std::size_t>(d)];
+    Shape<OutRank> out_shape{};
+    for (int d = 0, o = 0; d < R; ++d) {
+      if (d != a) out_shape[static_cast<std::size_t>(o++)] = shape[static_cast<std::size_t>(d)];
+      else if (OutRank == R) out_shape[static_cast<std::size_t>(o++)] = 1;
+    }
+    const std::int64_t outputs = problem.outer * problem.inner;
+    if (problem.length == 0 && outputs > 0 && needs_elements)
+      throw ShapeError(std::string("et: ") + name + " over axis " + std::to_string(axis) + " of shape " +
+                       format_shape(shape) + " reduces an empty axis");
+    auto out = Tensor<Out, OutRank, D>::allocate(out_shape);
+    if (outputs > 0) reduce_axis_into(backend<D>, Op<read_value_t<E>>{}, expr, problem, out.data());
+    if constexpr (Record) maybe_record_reduction<Op>(out, expr, a, name);
+    return out;
   }
-  const std::int64_t outputs = problem.outer * problem.inner;
-  if (problem.length == 0 && outputs > 0 && needs_elements)
-    throw ShapeError(std::string("et: ") + name + " over axis " + std::to_string(axis) + " of shape " +
-                     format_shape(shape) + " reduces an empty axis");
-  auto out = Tensor<Out, OutRank, D>::allocate(out_shape);
-  if (outputs > 0) reduce_axis_into(backend<D>, Op<read_value_t<E>>{}, expr, problem, out.data());
-  if constexpr (Record) maybe_record_reduction<Op>(out, expr, a, name);
-  return out;
 }
 
 template <class E>
