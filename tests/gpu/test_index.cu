@@ -69,7 +69,7 @@ TEST_CASE("gather, index_select, embedding, flip and scatter_add on cuda:0 give 
   const auto to_rows = random_indices<2>({4000, 1000}, 7, 6);
   const auto src = random_cpu<float, 2>({4000, 1000}, 7);
   check_matches_cpu(et::scatter_add(into.to(et::cuda<0>), 0, to_rows.to(et::cuda<0>), src.to(et::cuda<0>)),
-              et::scatter_add(into, 0, to_rows, src), 1e-4);
+                    et::scatter_add(into, 0, to_rows, src), 1e-4);
   for (auto type_case : {0, 1, 2}) {
     CAPTURE(type_case);
     const auto ints = random_indices<1>({3000}, 11, 8);

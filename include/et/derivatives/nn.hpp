@@ -24,26 +24,26 @@ void record_conv([[maybe_unused]] Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, 
   if constexpr (D::is_cuda && !device_compiler) {
     return;  // conv2d itself already stopped compilation with "needs nvcc"
   } else {
-  if (!grad_enabled() || !(needs_grad(x) || needs_grad(w) || (bias && needs_grad(*bias)))) return;
-  auto data_and_filter = [options](const auto& g, const auto& needs, const auto& x, const auto& w) {
-    Tensor<T, 4, D> dx, dw;
-    if (needs[0]) dx = conv2d_backward_data(g, w, x.shape(), options);
-    if (needs[1]) dw = conv2d_backward_filter(x, g, w.shape(), options);
-    return std::tuple{dx, dw};
-  };
-  if (bias == nullptr) {
-    attach(y, make_op_node<Tensor<T, 4, D>>("conv2d", std::tie(x, w), data_and_filter, x, w));
-  } else {
-    auto with_bias = [data_and_filter, nhwc = options.layout == Layout::nhwc](const auto& g, const auto& needs,
-                                                                              const auto& x, const auto& w) {
-      auto [dx, dw] = data_and_filter(g, needs, x, w);
-      Tensor<TB, 1, D> db;
-      const std::int64_t k = g.size(nhwc ? 3 : 1);
-      if (needs[2]) db = nhwc ? sum_to(g, Shape<1>{k}) : sum_to(g, Shape<3>{k, 1, 1}).view(Shape<1>{k});
-      return std::tuple{dx, dw, db};
+    if (!grad_enabled() || !(needs_grad(x) || needs_grad(w) || (bias && needs_grad(*bias)))) return;
+    auto data_and_filter = [options](const auto& g, const auto& needs, const auto& x, const auto& w) {
+      Tensor<T, 4, D> dx, dw;
+      if (needs[0]) dx = conv2d_backward_data(g, w, x.shape(), options);
+      if (needs[1]) dw = conv2d_backward_filter(x, g, w.shape(), options);
+      return std::tuple{dx, dw};
     };
-    attach(y, make_op_node<Tensor<T, 4, D>>("conv2d", std::tie(x, w, *bias), with_bias, x, w));
-  }
+    if (bias == nullptr) {
+      attach(y, make_op_node<Tensor<T, 4, D>>("conv2d", std::tie(x, w), data_and_filter, x, w));
+    } else {
+      auto with_bias = [data_and_filter, nhwc = options.layout == Layout::nhwc](const auto& g, const auto& needs,
+                                                                                const auto& x, const auto& w) {
+        auto [dx, dw] = data_and_filter(g, needs, x, w);
+        Tensor<TB, 1, D> db;
+        const std::int64_t k = g.size(nhwc ? 3 : 1);
+        if (needs[2]) db = nhwc ? sum_to(g, Shape<1>{k}) : sum_to(g, Shape<3>{k, 1, 1}).view(Shape<1>{k});
+        return std::tuple{dx, dw, db};
+      };
+      attach(y, make_op_node<Tensor<T, 4, D>>("conv2d", std::tie(x, w, *bias), with_bias, x, w));
+    }
   }
 #endif
 }
@@ -56,21 +56,20 @@ void record_pool([[maybe_unused]] Tensor<T, 4, D>& y, [[maybe_unused]] const Ten
   if constexpr (D::is_cuda && !device_compiler) {
     return;  // pooling itself already stopped compilation with "needs nvcc"
   } else {
-  if (!grad_enabled() || !needs_grad(x)) return;
-  if (max) {
-    y.meta();  // its version counter, shared by the saved handle (which holds no graph)
-    const Tensor<T, 4, D> saved = y.detach();
-    auto backward = [options](const auto& g, const auto&, const auto& x, const auto& y) {
-      return std::tuple{max_pool2d_backward(g, x, y, options)};
-    };
-    attach(y, make_op_node<Tensor<T, 4, D>>("max_pool2d", std::tie(x), backward, x,
-                                            saved));
-  } else {
-    auto backward = [options, shape = x.shape()](const auto& g, const auto&) {
-      return std::tuple{avg_pool2d_backward(g, shape, options)};
-    };
-    attach(y, make_op_node<Tensor<T, 4, D>>("avg_pool2d", std::tie(x), backward));
-  }
+    if (!grad_enabled() || !needs_grad(x)) return;
+    if (max) {
+      y.meta();  // its version counter, shared by the saved handle (which holds no graph)
+      const Tensor<T, 4, D> saved = y.detach();
+      auto backward = [options](const auto& g, const auto&, const auto& x, const auto& y) {
+        return std::tuple{max_pool2d_backward(g, x, y, options)};
+      };
+      attach(y, make_op_node<Tensor<T, 4, D>>("max_pool2d", std::tie(x), backward, x, saved));
+    } else {
+      auto backward = [options, shape = x.shape()](const auto& g, const auto&) {
+        return std::tuple{avg_pool2d_backward(g, shape, options)};
+      };
+      attach(y, make_op_node<Tensor<T, 4, D>>("avg_pool2d", std::tie(x), backward));
+    }
   }
 #endif
 }

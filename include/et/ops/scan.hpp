@@ -10,8 +10,9 @@
 //   auto [values, indices] = et::sort(x, -1);        // ascending, stable; NaN last
 //   auto [top, at] = et::topk(x, 5, -1);             // the 5 largest, largest first
 //
-// Each is recorded for autograd (derivatives/index.hpp): cumsum's gradient is the reversed cumulative sum of the
-// output's, sort's and topk's values send theirs back to the positions they came from.
+// Each is recorded for autograd (derivatives/index.hpp): cumsum's gradient is the reversed
+// cumulative sum of the output's, sort's and topk's values send theirs back to the
+// positions they came from.
 #pragma once
 
 #include <array>
