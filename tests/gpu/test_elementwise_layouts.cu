@@ -177,7 +177,7 @@ TEST_CASE("operands read transposed go through shared-memory tiles", "[elementwi
     const auto shared = et::exp(at - bt);
     const et::Tensor<float, 2, Gpu> bound = shared * shared + shared;
     // column_index: a generator leaf (0, 1, ..., n - 1 along the last axis; no tensor).
-    const et::Tensor<float, 2, Gpu> generated = at + et::cast<float>(et::nn::detail::column_index<Gpu>(n));
+    const et::Tensor<float, 2, Gpu> generated = at + et::cast<float>(et::detail::column_index<Gpu>(n));
     CHECK(one.to_vector() == et::Tensor<float, 2, et::Cpu>(at_cpu + c.cpu).to_vector());
     // a * b - c * 0.5f: nvcc contracts it into an fma, g++ need not.
     check_close(two.to_vector(), as_doubles(et::Tensor<float, 2, et::Cpu>(at_cpu * bt_cpu - c.cpu * 0.5f).to_vector()),
@@ -186,7 +186,7 @@ TEST_CASE("operands read transposed go through shared-memory tiles", "[elementwi
     check_close(bound.to_vector(), as_doubles(et::Tensor<float, 2, et::Cpu>(shared_cpu * shared_cpu + shared_cpu).to_vector()),
                 transcendental_tolerance<float>(), "shared subexpression of transposed operands");
     CHECK(generated.to_vector() ==
-          et::Tensor<float, 2, et::Cpu>(at_cpu + et::cast<float>(et::nn::detail::column_index<et::Cpu>(n))).to_vector());
+          et::Tensor<float, 2, et::Cpu>(at_cpu + et::cast<float>(et::detail::column_index<et::Cpu>(n))).to_vector());
     // Written into a transposed destination (itself strided), and in place.
     auto out = et::zeros<float>(et::cuda<0>, {n, m});
     auto out_t = out.transpose(0, 1);
