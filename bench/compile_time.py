@@ -1,7 +1,7 @@
 """bench/compile_time.sh's measurements (its header says what and why): compiles the
 generated translation units (compile_time_sources.py) one at a time, writes the JSON and
 prints the table."""
-import argparse, fnmatch, json, os, re, shlex, shutil, subprocess, sys, tempfile, time
+import argparse, concurrent.futures, csv, fnmatch, json, os, re, shlex, shutil, subprocess, sys, tempfile, time
 
 import compile_time_sources
 
@@ -65,6 +65,10 @@ def measurements():
     add("one-core-gxx", "fifty", "gxx", "one_core", f"one-expression baseline ({core_header})")
     add("one-core-nvcc", "core", "nvcc", "one_core", f"one-expression baseline .cu ({core_header})")
     add("ten-core-nvcc", "thrust", "nvcc", "ten_core", f"10 distinct expressions ({core_header})")
+    # The same TUs with recording compiled out: what autograd costs a file of expressions.
+    for count, source in ((1, "one_core"), (10, "ten_core"), (50, "fifty_core")):
+        add(f"{source.split('_')[0]}-noautograd-nvcc", "noautograd", "nvcc", source,
+            f"{count} distinct expression{'s' if count > 1 else ''} ({core_header}), -DET_NO_AUTOGRAD")
     for count in (1, 10, 50):
         add(f"thrust-{count}-nvcc", "thrust", "nvcc", f"thrust{count}",
             f"{count} distinct expression{'s' if count > 1 else ''} with Thrust (thrust::transform, zip iterator)")
@@ -85,6 +89,8 @@ parser.add_argument("--json", help="output JSON path")
 parser.add_argument("--quick", action="store_true", help="only: " + ", ".join(QUICK))
 parser.add_argument("--only", help="comma-separated groups (" + ", ".join(GROUPS) + "), ids or shell patterns")
 parser.add_argument("--list", action="store_true", help="list the measurement ids and exit")
+parser.add_argument("--jobs", type=int, default=1,
+                    help="compiles at once (default 1; more only on a machine with that many idle cores)")
 args = parser.parse_args()
 if args.list:
     for v in ALL.values():
@@ -118,11 +124,33 @@ def command(m):
         return [cxx, *CXX_FLAGS, "-DET_FAIL", "-fsyntax-only", path]
     if m["compiler"] == "nvcc":
         src = src if src.endswith(".cu") else f"{src}.cu"
-        return [nvcc, *NVCC_FLAGS, "-c", os.path.join(work, src), "-o", os.path.join(work, f"{m['id']}.o")]
+        extra = ["-DET_NO_AUTOGRAD"] if m["group"] == "noautograd" else []
+        return [nvcc, *NVCC_FLAGS, *extra, "-time", phases_file(m), "-c", os.path.join(work, src),
+                "-o", os.path.join(work, f"{m['id']}.o")]
     src = src if "." in src else f"{src}.cpp"
     return [cxx, *CXX_FLAGS, "-c", os.path.join(work, src), "-o", os.path.join(work, f"{m['id']}.o")]
 
 # ---- timing ------------------------------------------------------------------------------
+def phases_file(m):
+    return os.path.join(work, f"{m['id']}.phases.csv")
+
+def phases(m):
+    """nvcc's own account (-time) of where one compile's wall time went: seconds per phase
+    (cudafe++: the host/device split; cicc and ptxas: device code; gcc (compiling): the host
+    code), summed over the phases of the same name."""
+    try:
+        rows = list(csv.reader(open(phases_file(m))))
+    except OSError:
+        return None
+    out = {}
+    for row in rows[1:]:
+        if len(row) >= 8 and row[1].strip():
+            try:
+                out[row[1].strip()] = round(out.get(row[1].strip(), 0) + float(row[6]) / 1000, 2)
+            except ValueError:
+                pass
+    return out or None
+
 def clean(text):
     return text.replace(work + "/", "<tmp>/").replace(work, "<tmp>").replace(root + "/", "")
 
@@ -134,29 +162,31 @@ def diagnostics(text):
     return {"lines": len(lines), "error_lines": len(errors), "first_error": errors[0] if errors else None}
 
 def timed(m):
-    """Runs one compile under nice, /usr/bin/time and timeout; returns its record."""
-    time_file = os.path.join(work, "time.txt")
-    argv = [*nice, "/usr/bin/time", "-f", "%U %S %M", "-o", time_file,
-            "timeout", "-k", "10", f"{timeout_s:g}", *command(m)]
-    print(f"compile_time: {m['id']} ...", end="", file=sys.stderr, flush=True)
+    """Runs one compile under nice and timeout; returns its record. The CPU seconds and peak
+    memory are the kernel's account of the compiler and every process it waited for (wait4)."""
+    argv = [*nice, "timeout", "-k", "10", f"{timeout_s:g}", *command(m)]
+    if args.jobs == 1:
+        print(f"compile_time: {m['id']} ...", end="", file=sys.stderr, flush=True)
     started = time.monotonic()
-    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          cwd=work)
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=work)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        log.seek(0)
+        output = log.read().decode(errors="replace")
     wall = time.monotonic() - started
-    output = proc.stdout.decode(errors="replace")
     record = {"id": m["id"], "group": m["group"], "compiler": COMPILERS[m["compiler"]], "what": m["what"]}
     if m["depth"] is not None:
         record["depth"] = m["depth"]
-    try:
-        user, system, rss = open(time_file).read().strip().splitlines()[-1].split()
-        cpu, rss_mib = round(float(user) + float(system), 2), round(int(rss) / 1024, 1)
-    except (OSError, ValueError, IndexError):
-        cpu, rss_mib = None, None
+    cpu, rss_mib = round(usage.ru_utime + usage.ru_stime, 2), round(usage.ru_maxrss / 1024, 1)
     if proc.returncode in (124, 137):
         record.update(status="timeout", cpu_s=None, timeout_s=timeout_s)
-        print(f" timed out after {timeout_s:g} s", file=sys.stderr)
+        print(f"{'' if args.jobs == 1 else 'compile_time: ' + m['id'] + ':'} timed out after {timeout_s:g} s",
+              file=sys.stderr)
         return record
     record.update(cpu_s=cpu, max_rss_mib=rss_mib)
+    if m["compiler"] == "nvcc" and m["group"] != "diag" and phases(m):
+        record["phases_wall_s"] = phases(m)
     if m["group"] == "diag":
         record["diagnostics"] = diagnostics(output)
         record["status"] = "refused" if proc.returncode != 0 else "COMPILED"
@@ -165,7 +195,8 @@ def timed(m):
         if proc.returncode != 0:
             record["diagnostics"] = diagnostics(output)
             record["log_tail"] = clean(output).strip().splitlines()[-15:]
-    print(f" {record['status']}, {cpu} s CPU ({wall:.1f} s wall)", file=sys.stderr)
+    print(f"{'' if args.jobs == 1 else 'compile_time: ' + m['id'] + ': '}{record['status']}, {cpu} s CPU "
+          f"({wall:.1f} s wall)", file=sys.stderr)
     if record["status"] in ("failed", "COMPILED"):
         print(clean(output)[-3000:], file=sys.stderr)
     return record
@@ -189,20 +220,27 @@ def version(argv, pattern=None):
 load_before = open("/proc/loadavg").read().split()[:3]
 started = time.time()
 results = {}
-timed_out_series = {}
-for mid in selected:
-    m = ALL[mid]
-    series = m["series"]
-    if series in timed_out_series and m["depth"] > timed_out_series[series]:
-        results[mid] = {"id": mid, "group": m["group"], "compiler": COMPILERS[m["compiler"]], "what": m["what"],
-                        "depth": m["depth"], "status": "timeout", "cpu_s": None, "timeout_s": timeout_s,
-                        "not_run": f"depth {timed_out_series[series]} of the same form and compiler timed out"}
-        print(f"compile_time: {mid}: not run, counted as a timeout (depth {timed_out_series[series]} timed out)",
-              file=sys.stderr)
-        continue
-    results[mid] = timed(m)
-    if series and results[mid]["status"] == "timeout":
-        timed_out_series.setdefault(series, m["depth"])
+if args.jobs > 1:
+    # In parallel, every compile runs: a deeper depth is not skipped when a shallower one of the
+    # same form timed out (each has its own timeout). CPU seconds are each compiler's own.
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for mid, record in zip(selected, pool.map(lambda mid: timed(ALL[mid]), selected)):
+            results[mid] = record
+else:
+    timed_out_series = {}
+    for mid in selected:
+        m = ALL[mid]
+        series = m["series"]
+        if series in timed_out_series and m["depth"] > timed_out_series[series]:
+            results[mid] = {"id": mid, "group": m["group"], "compiler": COMPILERS[m["compiler"]], "what": m["what"],
+                            "depth": m["depth"], "status": "timeout", "cpu_s": None, "timeout_s": timeout_s,
+                            "not_run": f"depth {timed_out_series[series]} of the same form and compiler timed out"}
+            print(f"compile_time: {mid}: not run, counted as a timeout (depth {timed_out_series[series]} timed out)",
+                  file=sys.stderr)
+            continue
+        results[mid] = timed(m)
+        if series and results[mid]["status"] == "timeout":
+            timed_out_series.setdefault(series, m["depth"])
 load_after = open("/proc/loadavg").read().split()[:3]
 shutil.rmtree(work, ignore_errors=True)
 
@@ -280,6 +318,20 @@ def diag_summary():
             out.setdefault("max_lines", {})[compiler] = max(lines)
     return out
 
+# Where one more expression goes: (50 expressions - 1) / 49, CPU seconds and nvcc's phases.
+PER_EXPRESSION = (("etensor", "one-core-nvcc", "fifty-core-nvcc"),
+                  ("etensor, ET_NO_AUTOGRAD", "one-noautograd-nvcc", "fifty-noautograd-nvcc"),
+                  ("Thrust", "thrust-1-nvcc", "thrust-50-nvcc"))
+per_expression = {}
+for name, one_id, fifty_id in PER_EXPRESSION:
+    one, fifty = ok_cpu(one_id), ok_cpu(fifty_id)
+    if one and fifty:
+        entry = {"cpu_s": round((fifty - one) / 49, 3), "phases_wall_s": {}}
+        p1, p50 = results[one_id].get("phases_wall_s") or {}, results[fifty_id].get("phases_wall_s") or {}
+        for phase in p50:
+            entry["phases_wall_s"][phase] = round((p50[phase] - p1.get(phase, 0)) / 49, 3)
+        per_expression[name] = entry
+
 commit = git("rev-parse", "--short", "HEAD")
 dirty = git("status", "--porcelain")
 result = {
@@ -289,7 +341,7 @@ result = {
     "partial": partial,
     "selection": "quick" if args.quick else (args.only or "all"),
     "machine": {"cores": os.cpu_count(), "load_average_before": " ".join(load_before),
-                "load_average_after": " ".join(load_after), "nice": " ".join(nice),
+                "load_average_after": " ".join(load_after), "nice": " ".join(nice), "jobs": args.jobs,
                 "minutes": round((time.time() - started) / 60, 1)},
     "compilers": {"g++": version([cxx, "--version"]),
                   "nvcc": version([nvcc, "--version"], r"release ([0-9.]+)"),
@@ -297,7 +349,7 @@ result = {
     "flags": {"g++": " ".join(clean(f) for f in CXX_FLAGS), "nvcc": " ".join(clean(f) for f in NVCC_FLAGS)},
     "core_header": core_header,
     "compile_timeout_s": timeout_s,
-    "time_measure": "CPU seconds: user + sys of the compiler and its children (/usr/bin/time %U + %S)",
+    "time_measure": "CPU seconds: user + sys of the compiler and its children (wait4's rusage)",
     "reference": {"nvcc": "hand-nvcc", "g++": "hand-gxx"},
     "measurements": results,
     "targets": targets,
@@ -305,6 +357,7 @@ result = {
     "expressions": 50,
     "expression_shape": "f(x * c + y) op g(w) * d: 6 operations, f and g from 10 functions, op from + - * /",
     "device_mix_diagnostics": diag_summary(),
+    "per_extra_expression": per_expression,
 }
 for compiler in ("g++", "nvcc"):
     if legacy(compiler):
@@ -336,6 +389,11 @@ for compiler in ("g++", "nvcc"):
     if t:
         print(f"{compiler:<5} 50 expressions with et/et.hpp: {t['fifty_s']:.1f} s (one: {t['baseline_s']:.1f} s, "
               f"{t['per_expression_s']:.2f} s per extra expression, {t['max_rss_mib']:.0f} MiB)")
+if per_expression:
+    print("\none more expression ((50 - 1) / 49), nvcc: CPU s, and wall s per phase (nvcc -time)")
+    for name, entry in per_expression.items():
+        shown = {k: v for k, v in entry["phases_wall_s"].items() if k in ("cudafe++", "cicc", "ptxas", "gcc (compiling)")}
+        print(f"  {name:<26} {entry['cpu_s']:6.2f} s   " + "  ".join(f"{k} {v:.2f}" for k, v in shown.items()))
 print("\ntargets:")
 for t in targets:
     verdict = "n/a" if t["met"] is None else ("met" if t["met"] else "MISSED")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The compile-time regression benchmark, run on the BUILD machine (no GPU needed): how many
-# CPU seconds (user + sys of the compiler and all its children, from /usr/bin/time; never
+# CPU seconds (user + sys of the compiler and all its children, from wait4; never
 # wall time) etensor's expression templates cost, as ratios to a hand-written kernel, and
 # how long the diagnostics of a device mix are.
 #
@@ -9,6 +9,10 @@
 #   bench/compile_time.sh --only LIST     comma-separated groups, ids or shell patterns:
 #                                         --only hand,shared   --only 'shared-[1-4]-*'   --only '*-nvcc'
 #   bench/compile_time.sh --list          the ids and groups, nothing compiled
+#   bench/compile_time.sh --jobs N        N compiles at once, on a machine with N idle cores or more
+#                                         (the lent GPU machine: 16 or 32); each keeps its own CPU
+#                                         seconds, and a depth is not skipped when a shallower one
+#                                         of its series timed out
 #   bench/compile_time.sh --json PATH     where the JSON goes (default bench/results/compile_time.json;
 #                                         for --quick/--only: ${TMPDIR:-/tmp}/et-compile_time.partial.json,
 #                                         so that a partial run never replaces the committed full one)
@@ -33,6 +37,10 @@
 #   thrust     the first 1, 10 and 50 of those expressions written with Thrust (thrust::transform
 #              over a zip iterator, a functor each; CUDA's own math functions), and etensor's
 #              10-expression TU: the peer a user would otherwise write them with
+#   noautograd the 1, 10 and 50 expressions (core) with -DET_NO_AUTOGRAD: what recording costs
+# Every nvcc compile also records nvcc's own phases (-time: cudafe++, cicc, ptxas, the host
+# gcc), and the table ends with where one more expression goes ((50 - 1) / 49) for etensor,
+# etensor without autograd, and Thrust.
 #   diag       tests/compile_fail/{cpu_plus_cuda,cuda0_plus_cuda1,assign_cuda_to_cpu,
 #              device_mix_in_function,matmul_devices,conv2d_devices}.cpp with -DET_FAIL under g++
 #              and nvcc: non-empty diagnostic lines and error lines
