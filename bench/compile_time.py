@@ -69,6 +69,8 @@ def measurements():
     for count, source in ((1, "one_core"), (10, "ten_core"), (50, "fifty_core")):
         add(f"{source.split('_')[0]}-noautograd-nvcc", "noautograd", "nvcc", source,
             f"{count} distinct expression{'s' if count > 1 else ''} ({core_header}), -DET_NO_AUTOGRAD")
+    add("empty-core-nvcc", "floor", "nvcc", "empty_core", f"{core_header} alone, no expression")
+    add("empty-thrust-nvcc", "floor", "nvcc", "empty_thrust", "Thrust's headers alone (device_vector, zip_iterator, transform)")
     for count in (1, 10, 50):
         add(f"thrust-{count}-nvcc", "thrust", "nvcc", f"thrust{count}",
             f"{count} distinct expression{'s' if count > 1 else ''} with Thrust (thrust::transform, zip iterator)")

@@ -38,6 +38,7 @@
 #              over a zip iterator, a functor each; CUDA's own math functions), and etensor's
 #              10-expression TU: the peer a user would otherwise write them with
 #   noautograd the 1, 10 and 50 expressions (core) with -DET_NO_AUTOGRAD: what recording costs
+#   floor      a .cu that only includes the core header, and one that only includes Thrust's
 # Every nvcc compile also records nvcc's own phases (-time: cudafe++, cicc, ptxas, the host
 # gcc), and the table ends with where one more expression goes ((50 - 1) / 49) for etensor,
 # etensor without autograd, and Thrust.
