@@ -20,6 +20,7 @@
 #include "et/runtime/memory.hpp"
 #include "et/tensor/forward.hpp"
 #include "et/tensor/meta.hpp"
+#include "et/tensor/untracked.hpp"
 #include "et/types.hpp"
 #include "et/views.hpp"
 
@@ -296,7 +297,9 @@ class Tensor : public detail::ExprTag {
     static_assert(Rank >= 1, "et: transpose() needs a tensor of rank 1 or more");
     require_defined("transpose()");
     return share_storage(detail::transpose_layout(strided_layout(), a, b), "transpose()",
-                         [a, b](const auto& g) { return g.transpose(a, b); });
+                         [a, b](const auto& g) {
+                           return detail::untracked_view(g, detail::transpose_layout(detail::layout_of(g), a, b));
+                         });
   }
 
   /// The axes reordered: axis k of the result is axis axes[k] of this tensor. `axes` must
@@ -325,7 +328,8 @@ class Tensor : public detail::ExprTag {
       return share_storage(detail::select_layout(strided_layout(), axis, index), "select()",
                            [=, shape = shape_](const auto& g) {
                              Tensor base = zeros_like_shape(shape);
-                             base.raw_view(detail::select_layout(base.strided_layout(), axis, index)) = g;
+                             auto part = base.raw_view(detail::select_layout(base.strided_layout(), axis, index));
+                             detail::evaluate(part, g);
                              return base;
                            });
     }
@@ -343,7 +347,9 @@ class Tensor : public detail::ExprTag {
     if constexpr (Rank >= 1) {
       require_defined("squeeze()");
       return share_storage(detail::squeeze_layout(strided_layout(), axis), "squeeze()",
-                           [axis](const auto& g) { return g.unsqueeze(axis); });
+                           [axis](const auto& g) {
+                             return detail::untracked_view(g, detail::unsqueeze_layout(detail::layout_of(g), axis));
+                           });
     }
   }
 

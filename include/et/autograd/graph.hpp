@@ -31,10 +31,17 @@ struct GradSink : Node {
   /// Adds g to the gradient. The first gradient is kept as it is (no copy); a later one is
   /// added in place only into storage no other handle shares (a view of the gradient the
   /// user passed to backward(), say, is never written).
+  /// The sum is not recorded (evaluate, not assign): gradients are never differentiated.
   void add(Tensor<T, R, D> g) {
-    if (!gradient.defined()) gradient = std::move(g);
-    else if (gradient.storage().use_count() > 1 || !gradient.is_contiguous()) gradient = eval(gradient + g);
-    else gradient += g;
+    if (!gradient.defined()) {
+      gradient = std::move(g);
+    } else if (gradient.storage().use_count() > 1 || !gradient.is_contiguous()) {
+      Tensor<T, R, D> total;
+      evaluate(total, gradient + g);
+      gradient = std::move(total);
+    } else {
+      evaluate(gradient, gradient + g);
+    }
   }
   /// The gradient received, handed over; an undefined tensor when none arrived.
   Tensor<T, R, D> take() { return std::exchange(gradient, Tensor<T, R, D>{}); }
@@ -88,11 +95,10 @@ struct AccumulateGrad final : GradSink<T, R, D> {
       if (!g.defined()) return;
       Tensor<T, R, D>& grad = meta_->grad;
       if (grad.defined()) {
-        grad += g;
+        evaluate(grad, grad + g);
       } else {
         // The first gradient becomes grad(): contiguous, and not shared with any other handle.
-        if (!g.is_contiguous()) g = g.contiguous();
-        else if (g.storage().use_count() > 1) g = g.clone();
+        if (!g.is_contiguous() || g.storage().use_count() > 1) g = untracked_copy(g);
         grad = std::move(g);
       }
       hooks = meta_->grad_hooks;
@@ -182,8 +188,7 @@ Tensor<T, R, D> saved_data(const Tensor<T, R, D>& t) {
 template <class T, int R, class D, class Out>
 Tensor<T, R, D> saved_before_write(const Tensor<T, R, D>& t, const Out* overwritten) {
   if (overwritten == nullptr || !t.defined() || !t.storage() || t.storage() != overwritten->storage()) return t;
-  NoGradGuard no_grad;
-  return saved_data(t.clone());
+  return untracked_copy(t);
 }
 
 /// The versions of t's data a node saw when it saved t: the count of its autograd state

@@ -74,7 +74,7 @@ class CopySlices final : public GradSink<T, R, D> {
     // g laid out as the root is, so that the view's own layout finds its elements in it.
     const auto span = static_cast<std::size_t>(layout_.offset + max_offset(layout_.shape, layout_.strides) + 1);
     Tensor<T, R, D> laid(allocate_on<D>(span * sizeof(T)), layout_.offset, layout_.shape, layout_.strides);
-    laid.copy_(g);
+    evaluate(laid, g);  // recorded nowhere, as every copy of a backward
     region_(laid.storage(), this->next[1], this->next[0] != nullptr);
     send(this->next[0], std::move(laid));
   }
@@ -182,38 +182,54 @@ void record_view(Out& out, const In& in, const Back& back, const char* name) {
   }
 }
 
-/// Records `dst = expr` where dst is a view and grad mode is on, and either needs a
-/// gradient: the write itself (a fused expression's node, as for any assignment), and on
-/// dst's root the node that routes the root's gradient (CopySlices above).
-template <class T, int R, class D, class E>
-void assign_into_view(Tensor<T, R, D>& dst, const E& expr) {
+/// The first half of a recorded write into the view dst (assign_into_view): checks that
+/// the write can reach dst's root and returns the tensor the write goes to, dst's elements
+/// without its history. Independent of the expression: compiled once per tensor type.
+template <class T, int R, class D>
+Tensor<T, R, D> begin_view_write(Tensor<T, R, D>& dst) {
   const auto& meta = dst.autograd_meta();
   if (!meta || !meta->view)
     throw Error(
         "et: a result that requires grad is written into a view that was made under et::NoGradGuard or of a "
         "detach()ed tensor, so the write cannot reach the tensor it views: make the view in grad mode");
+  meta->view->check_root();
+  (void)edge_of(dst);       // dst's history is current before the write reads it (`v += x`)
+  return saved_data(dst);  // dst's elements; its history will be the write's
+}
+
+/// The second half: dst's history becomes the write's (target's), and its root's the node
+/// that routes the root's gradient around the written elements (CopySlices above).
+template <class T, int R, class D>
+void finish_view_write(Tensor<T, R, D>& dst, const Tensor<T, R, D>& target) {
+  const auto& meta = dst.autograd_meta();
   const std::shared_ptr<ViewLink> link = meta->view;
-  link->check_root();
-  (void)edge_of(dst);  // dst's history is current before the write reads it (`v += x`)
-  Tensor<T, R, D> target = saved_data(dst);  // dst's elements; its history will be the write's
+  dst.note_write();  // seen by every view of the storage (target has autograd state of its own)
+  std::shared_ptr<Node> write = target.autograd_meta() ? target.autograd_meta()->grad_fn : nullptr;
+  const StridedLayout<std::size_t(R)> layout{dst.shape(), dst.strides(), dst.offset()};
+  auto region = [layout](const std::shared_ptr<void>& g, const std::shared_ptr<Node>& to, bool zero) {
+    Tensor<T, R, D> elements(g, layout.offset, layout.shape, layout.strides);
+    if (to) send(to, zero ? untracked_copy(elements) : elements);  // a copy where the elements are zeroed next
+    if (zero) evaluate(elements, ScalarExpr<T>(T(0)));
+  };
+  link->record_root_write(region, write);
+  if (!write) write = std::make_shared<ConstantBackward<T, R, D>>();
+  attach(dst, std::move(write));
+  link->seen = meta->version->value.load(std::memory_order_relaxed);
+}
+
+/// Records `dst = expr` where dst is a view and grad mode is on, and either needs a
+/// gradient: the write itself (a fused expression's node, as for any assignment), and on
+/// dst's root the node that routes the root's gradient (CopySlices above).
+template <class T, int R, class D, class E>
+void assign_into_view(Tensor<T, R, D>& dst, const E& expr) {
+  Tensor<T, R, D> target = begin_view_write(dst);
   if constexpr (is_floating_v<typename E::value_type> && may_need_grad_v<E>) {
     if (needs_grad(expr)) assign_recorded(target, expr);
     else evaluate(target, expr);
   } else {
     evaluate(target, expr);
   }
-  dst.note_write();  // seen by every view of the storage (target has autograd state of its own)
-  std::shared_ptr<Node> write = target.autograd_meta() ? target.autograd_meta()->grad_fn : nullptr;
-  const StridedLayout<std::size_t(R)> layout{dst.shape(), dst.strides(), dst.offset()};
-  auto region = [layout](const std::shared_ptr<void>& g, const std::shared_ptr<Node>& to, bool zero) {
-    Tensor<T, R, D> elements(g, layout.offset, layout.shape, layout.strides);
-    if (to) send(to, zero ? eval(elements) : elements);  // a copy where the elements are zeroed next
-    if (zero) elements = T(0);
-  };
-  link->record_root_write(region, write);
-  if (!write) write = std::make_shared<ConstantBackward<T, R, D>>();
-  attach(dst, std::move(write));
-  link->seen = meta->version->value.load(std::memory_order_relaxed);
+  finish_view_write(dst, target);
 }
 
 }  // namespace et::detail

@@ -33,6 +33,43 @@ struct PassSeed {
   void release() {}
 };
 
+/// What a fused node does that does not depend on its expression: naming itself, checking
+/// the versions of what it saved, taking its gradient and releasing what it saved. Compiled
+/// once per result type (and index space rank), not again for every expression.
+template <class T, int RO, class D, int R>
+class FusedNodeBase : public GradSink<T, RO, D> {
+ public:
+  std::string name() const override {
+    return std::string(what_) + (axis_ >= 0 ? " over axis " + std::to_string(axis_) : "") + " of " +
+           std::to_string(ops_) + " fused operation(s), shape " + format_shape(shape_);
+  }
+
+  void apply(bool retain) override {
+    require_not_released(*this);
+    const Tensor<T, RO, D> g = this->take();
+    if (g.defined()) {
+      for (const auto& version : versions_) version.check(*this);
+      check_seed();
+      backward(g);
+    }
+    if (!retain) release();
+  }
+
+ protected:
+  FusedNodeBase(const Shape<R>& shape, const char* what, int axis, int ops, std::size_t leaves)
+      : shape_(shape), what_(what), axis_(axis), ops_(ops), versions_(leaves) {}
+
+  virtual void check_seed() const = 0;
+  virtual void backward(const Tensor<T, RO, D>& g) = 0;
+  virtual void release() = 0;
+
+  Shape<R> shape_;
+  const char* what_;
+  int axis_;
+  int ops_;
+  std::vector<SavedVersion> versions_;
+};
+
 template <class Out, class E, int R, class Seed>
 class FusedBackward;
 
@@ -40,7 +77,8 @@ class FusedBackward;
 /// of type Tensor<T, RO, D>; Seed turns the result's gradient into the adjoint of E at each
 /// element (PassSeed for an assignment; reductions have their own: derivatives/reduce.hpp).
 template <class T, int RO, class D, class E, int R, class Seed>
-class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public GradSink<T, RO, D> {
+class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public FusedNodeBase<T, RO, D, R> {
+  using Base = FusedNodeBase<T, RO, D, R>;
   using Leaves = tree_tensors_t<E>;
   static constexpr std::size_t L = list_size_v<Leaves>;
   using Index = std::int64_t;
@@ -51,50 +89,40 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public GradSink<T, RO,
   /// expression), whose old values the node then keeps a copy of; null otherwise.
   FusedBackward(const E& expr, const Shape<R>& shape, Seed seed, const char* what, int axis = -1,
                 const Tensor<T, RO, D>* overwritten = nullptr)
-      : shape_(shape), seed_(std::move(seed)), what_(what), axis_(axis) {
+      : Base(shape, what, axis, static_cast<int>(tree_ops_v<E>), L), seed_(std::move(seed)) {
     std::size_t l = 0;
     auto note = [&](const auto& leaf) {
       this->next.push_back(edge_of(leaf));
-      versions_[l] = SavedVersion::of(leaf);
+      this->versions_[l] = SavedVersion::of(leaf);
       identity_[l++] = leaf.autograd_meta().get();
     };
     for_each_tree_tensor(expr, note);
     l = 0;
     auto save = [&](const auto& leaf) {
       auto saved = saved_data(saved_before_write(leaf, overwritten));
-      if (saved.storage() != leaf.storage()) versions_[l] = {};  // a copy: later writes cannot reach it
+      if (saved.storage() != leaf.storage()) this->versions_[l] = {};  // a copy: later writes cannot reach it
       ++l;
       return saved;
     };
     expr_.emplace(map_tree_tensors(expr, save));
   }
-  std::string name() const override {
-    return std::string(what_) + (axis_ >= 0 ? " over axis " + std::to_string(axis_) : "") + " of " +
-           std::to_string(tree_ops_v<E>) + " fused operation(s), shape " + format_shape(shape_);
-  }
-
-  void apply(bool retain) override {
-    require_not_released(*this);
-    const Tensor<T, RO, D> g = this->take();
-    if (g.defined()) {
-      for (const auto& version : versions_) version.check(*this);
-      seed_.check(*this);
-      backward(g, std::make_index_sequence<L>{});
-    }
-    if (!retain) {
-      expr_.reset();
-      seed_.release();
-    }
-  }
 
  private:
+  void check_seed() const override { seed_.check(*this); }
+  void release() override {
+    expr_.reset();
+    seed_.release();
+  }
+  void backward(const Tensor<T, RO, D>& g) override { run(g, std::make_index_sequence<L>{}); }
+
   template <std::size_t... Ls>
-  void backward(const Tensor<T, RO, D>& g, std::index_sequence<Ls...>) {
+  void run(const Tensor<T, RO, D>& g, std::index_sequence<Ls...>) {
+    const Shape<R>& shape = this->shape_;
     using Root = tree_reader_t<R, Index, E>;
-    using SeedReader = decltype(seed_.template reader<R, Index>(g, shape_, *expr_));
+    using SeedReader = decltype(seed_.template reader<R, Index>(g, shape, *expr_));
     using Writers = typename leaf_writers<Leaves, R, Index>::type;
     GradProgram<Index, R, Root, SeedReader, Writers, L> program{
-        tree_reader<R, Index>(*expr_, shape_), seed_.template reader<R, Index>(g, shape_, *expr_), {}, {}};
+        tree_reader<R, Index>(*expr_, shape), seed_.template reader<R, Index>(g, shape, *expr_), {}, {}};
     // Leaves that are one tensor (same autograd state) form a group; its first leaf writes.
     for (std::size_t me = 0; me != L; ++me) {
       program.group[me] = -1;
@@ -106,11 +134,11 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public GradSink<T, RO,
     }
     std::tuple<Tensor<typename list_at_t<Ls, Leaves>::value_type, R, D>...> staged;
     std::array<SumPlan<std::size_t(R)>, L> plans{};
-    bool linear = seed_.linear(g) && plan_reads(shape_, *expr_).linear;
+    bool linear = seed_.linear(g) && plan_reads(shape, *expr_).linear;
     std::size_t l = 0;
     auto prepare = [&](const auto& leaf) {
       const std::size_t me = l++;
-      if (program.group[me] == static_cast<signed char>(me)) plans[me] = sum_plan(leaf.shape(), shape_);
+      if (program.group[me] == static_cast<signed char>(me)) plans[me] = sum_plan(leaf.shape(), shape);
     };
     for_each_tree_tensor(*expr_, prepare);
     auto allocate = [&]<std::size_t Lf>(std::integral_constant<std::size_t, Lf>) {
@@ -121,7 +149,7 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public GradSink<T, RO,
       linear = linear && out.is_contiguous();
     };
     (allocate(std::integral_constant<std::size_t, Ls>{}), ...);
-    run_gradient(backend<D>, program, shape_, linear);  // the one kernel
+    run_gradient(backend<D>, program, shape, linear);  // the one kernel
     l = 0;
     auto send_one = [&](const auto& leaf) {
       const std::size_t me = l++;
@@ -141,11 +169,7 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public GradSink<T, RO,
   }
 
   std::optional<E> expr_;
-  Shape<R> shape_;
   Seed seed_;
-  const char* what_;
-  int axis_;
-  std::array<SavedVersion, L> versions_{};
   std::array<const void*, L> identity_{};
 };
 

@@ -91,8 +91,9 @@ struct ReductionSeedPolicy {
   Tensor<U, R, D> broadcastable(const Tensor<U, RR, DD>& t) const {
     const Tensor<U, RR, D> here = t.to(D{});  // Pinned reductions give Cpu results
     if constexpr (RR == R) return here;
-    else if constexpr (RR == 0) return here.view(ones());
-    else return here.unsqueeze(axis);
+    else if constexpr (RR == 0)
+      return untracked_view(here, StridedLayout<std::size_t(R)>{ones(), ones(), here.offset()});
+    else return untracked_view(here, unsqueeze_layout(layout_of(here), axis));
   }
 
   template <int RI, class Index, class G>

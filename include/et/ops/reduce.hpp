@@ -205,11 +205,10 @@ ET_AXIS_REDUCTION(argmin, detail::ArgMinOp, std::int64_t, true, (void)0)
 namespace et::detail {
 
 // Summing a broadcast gradient down to an operand's shape (the backward of expand() and of
-// every broadcast operand).
+// every broadcast operand). Backward code only: its views, copies and sums record nothing
+// (a gradient is never differentiated again), so a program that records one operation does
+// not also compile the recording of every view and reduction these would otherwise reach.
 
-/// How a gradient over the index space `shape` is summed down to an operand of shape
-/// `to` broadcast into it: the kept axes first, then the summed ones, so that one
-/// contiguous buffer of [kept, summed] and one sum over its last axis do it.
 template <std::size_t R>
 struct SumPlan {
   std::array<int, R> order{};             ///< buffer axis k is index-space axis order[k]
@@ -238,24 +237,34 @@ SumPlan<R> sum_plan(const std::array<std::int64_t, N>& to, const std::array<std:
 /// index space's axis order (so it can be written as any tensor of that shape).
 template <class T, class D, std::size_t R>
 Tensor<T, int(R), D> staging_buffer(const SumPlan<R>& plan) {
-  return Tensor<T, int(R), D>::allocate(plan.extents).permute(plan.inverse);
+  const auto buffer = Tensor<T, int(R), D>::allocate(plan.extents);
+  return untracked_view(buffer, permute_layout(layout_of(buffer), plan.inverse));
 }
 
-/// The staged gradient summed down to `to` (the sum is skipped where nothing is summed).
+/// The staged gradient (a buffer from staging_buffer(plan)) summed down to `to` (the sum is
+/// skipped where nothing is summed). Read in the plan's order the buffer is contiguous
+/// again, and so are its [kept, summed] rows and their sums.
 template <class T, int R, class D, std::size_t N>
 Tensor<T, int(N), D> finish_sum(const Tensor<T, R, D>& staged, const SumPlan<std::size_t(R)>& plan,
                                 const std::array<std::int64_t, N>& to) {
-  const auto buffer = staged.permute(plan.order);  // contiguous again
-  if (plan.summed == 1) return buffer.view(to);
-  return sum(buffer.view(std::array<std::int64_t, 2>{plan.kept, plan.summed}), 1).view(to);
+  auto contiguous_as = [](const auto& t, const auto& shape) {
+    return untracked_view(t, StridedLayout<std::tuple_size_v<std::remove_cvref_t<decltype(shape)>>>{
+                                 shape, contiguous_strides(shape), t.offset()});
+  };
+  if (plan.summed == 1) return contiguous_as(staged, to);
+  const auto rows = contiguous_as(staged, std::array<std::int64_t, 2>{plan.kept, plan.summed});
+  return contiguous_as(reduce_axis<SumOp, T, 1, Tensor<T, 2, D>, false>(rows, 1, "sum", false), to);
 }
 
 template <class T, int R, class D, std::size_t N>
 Tensor<T, int(N), D> sum_to(const Tensor<T, R, D>& g, const std::array<std::int64_t, N>& shape) {
   const auto plan = sum_plan(shape, g.shape());
-  if (plan.summed == 1) return g.reshape(shape);
+  if (plan.summed == 1) {
+    if (const auto strides = view_strides(g.shape(), g.strides(), shape))
+      return untracked_view(g, StridedLayout<N>{shape, *strides, g.offset()});
+  }
   auto staged = staging_buffer<T, D>(plan);
-  staged.copy_(g);
+  evaluate(staged, g);
   return finish_sum(staged, plan, shape);
 }
 

@@ -30,6 +30,11 @@ class MatmulExpr;  // ops/linalg.hpp: the lazy product a @ b
 template <class T, int Rank, class D, class E>
 void assign(Tensor<T, Rank, D>& dst, const E& expr);
 
+// exec/assign.hpp: assign() without recording anything (what backward code writes with:
+// a gradient is never differentiated again).
+template <class T, int Rank, class D, class E>
+void evaluate(Tensor<T, Rank, D>& dst, const E& expr);
+
 // exec/lowering.hpp's hook, defined in ops/linalg.hpp: evaluates an expression that holds
 // matmul nodes into dst, which assign() has already allocated and checked.
 template <class T, int Rank, class D, class E>

@@ -12,7 +12,7 @@ template <std::size_t N>
 Tensor<T, int(N), D> Tensor<T, Rank, D>::view(const std::array<std::int64_t, N>& shape) const {
   require_defined("view()");
   return share_storage(detail::view_layout(strided_layout(), shape), "view()",
-                       [shape = shape_](const auto& g) { return g.reshape(shape); });
+                       [shape = shape_](const auto& g) { return detail::untracked_reshape(g, shape); });
 }
 
 template <Element T, int Rank, Device D>
@@ -22,7 +22,7 @@ Tensor<T, int(N), D> Tensor<T, Rank, D>::reshape(const std::array<std::int64_t, 
   const auto extents = detail::infer_view_shape("reshape()", shape, shape_);
   if (const auto strides = detail::view_strides(shape_, strides_, extents))
     return share_storage(detail::StridedLayout<N>{extents, *strides, offset_}, "reshape()",
-                         [shape = shape_](const auto& g) { return g.reshape(shape); });
+                         [shape = shape_](const auto& g) { return detail::untracked_reshape(g, shape); });
   return contiguous().view(extents);  // not viewable, hence not contiguous: contiguous() copies
 }
 
@@ -32,7 +32,9 @@ Tensor<T, Rank, D> Tensor<T, Rank, D>::permute(const std::array<int, Rank>& axes
   const auto layout = detail::permute_layout(strided_layout(), axes);  // checks the axes
   std::array<int, Rank> inverse{};
   for (int k = 0; k < Rank; ++k) inverse[static_cast<std::size_t>(detail::normalize_axis(axes[k], Rank))] = k;
-  return share_storage(layout, "permute()", [inverse](const auto& g) { return g.permute(inverse); });
+  return share_storage(layout, "permute()", [inverse](const auto& g) {
+    return detail::untracked_view(g, detail::permute_layout(detail::layout_of(g), inverse));
+  });
 }
 
 template <Element T, int Rank, Device D>
@@ -41,7 +43,8 @@ Tensor<T, Rank, D> Tensor<T, Rank, D>::slice(int axis, std::int64_t begin, std::
   return share_storage(detail::slice_layout(strided_layout(), axis, begin, end, step), "slice()",
                        [=, shape = shape_](const auto& g) {
                          Tensor base = zeros_like_shape(shape);
-                         base.raw_view(detail::slice_layout(base.strided_layout(), axis, begin, end, step)) = g;
+                         auto part = base.raw_view(detail::slice_layout(base.strided_layout(), axis, begin, end, step));
+                         detail::evaluate(part, g);
                          return base;
                        });
 }
@@ -50,7 +53,9 @@ template <Element T, int Rank, Device D>
 Tensor<T, Rank + 1, D> Tensor<T, Rank, D>::unsqueeze(int axis) const {
   require_defined("unsqueeze()");
   return share_storage(detail::unsqueeze_layout(strided_layout(), axis), "unsqueeze()",
-                       [axis](const auto& g) { return g.squeeze(axis); });
+                       [axis](const auto& g) {
+                         return detail::untracked_view(g, detail::squeeze_layout(detail::layout_of(g), axis));
+                       });
 }
 
 template <Element T, int Rank, Device D>
@@ -89,7 +94,7 @@ Tensor<T, int(N), D> Tensor<T, Rank, D>::share_storage(const detail::StridedLayo
 template <Element T, int Rank, Device D>
 Tensor<T, Rank, D> Tensor<T, Rank, D>::zeros_like_shape(const Shape<Rank>& shape) {
   Tensor out = allocate(shape);
-  out = T(0);
+  detail::evaluate(out, detail::ScalarExpr<T>(T(0)));  // recorded nowhere: backward code
   return out;
 }
 
