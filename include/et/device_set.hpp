@@ -130,8 +130,7 @@ struct DeviceSet {
                                      true);
     });
 #if !defined(ET_NO_AUTOGRAD)
-    const bool record =
-        grad_enabled() && std::apply([](const auto&... p) { return (detail::records(p) || ...); }, parts);
+    const bool record = std::apply([](const auto&... p) { return detail::records(p...); }, parts);
     if (record) {
       auto backward = [begin](const Tensor<T, R, To>& g, const auto& needs) {
         return [&]<std::size_t... I>(std::index_sequence<I...>) {

@@ -296,7 +296,7 @@ class Tensor : public detail::ExprTag {
   Tensor transpose(int a, int b) const {
     static_assert(Rank >= 1, "et: transpose() needs a tensor of rank 1 or more");
     require_defined("transpose()");
-    return share_storage(detail::transpose_layout(strided_layout(), a, b), "transpose()",
+    return share_storage(detail::transpose_layout(detail::layout_of(*this), a, b), "transpose()",
                          [a, b](const auto& g) {
                            return detail::untracked_view(g, detail::transpose_layout(detail::layout_of(g), a, b));
                          });
@@ -325,10 +325,10 @@ class Tensor : public detail::ExprTag {
     static_assert(Rank >= 1, "et: select() needs a tensor of rank 1 or more: a rank-0 tensor has no axis");
     if constexpr (Rank >= 1) {
       require_defined("select()");
-      return share_storage(detail::select_layout(strided_layout(), axis, index), "select()",
+      return share_storage(detail::select_layout(detail::layout_of(*this), axis, index), "select()",
                            [=, shape = shape_](const auto& g) {
                              Tensor base = zeros_like_shape(shape);
-                             auto part = base.raw_view(detail::select_layout(base.strided_layout(), axis, index));
+                             auto part = detail::untracked_view(base, detail::select_layout(detail::layout_of(base), axis, index));
                              detail::evaluate(part, g);
                              return base;
                            });
@@ -346,7 +346,7 @@ class Tensor : public detail::ExprTag {
     static_assert(Rank >= 1, "et: squeeze() needs a tensor of rank 1 or more: a rank-0 tensor has no axis");
     if constexpr (Rank >= 1) {
       require_defined("squeeze()");
-      return share_storage(detail::squeeze_layout(strided_layout(), axis), "squeeze()",
+      return share_storage(detail::squeeze_layout(detail::layout_of(*this), axis), "squeeze()",
                            [axis](const auto& g) {
                              return detail::untracked_view(g, detail::unsqueeze_layout(detail::layout_of(g), axis));
                            });
@@ -400,18 +400,10 @@ class Tensor : public detail::ExprTag {
     if (!defined_) throw Error(std::string("et: ") + what + " on an undefined (default-constructed) tensor");
   }
 
-  detail::StridedLayout<Rank> strided_layout() const { return {shape_, strides_, offset_}; }
-
   /// A view: another layout over this tensor's storage. `back(gradient of the view)` gives
   /// this tensor's gradient, recorded when this tensor needs one (autograd/views.hpp).
   template <std::size_t N, class Back>
   Tensor<T, int(N), D> share_storage(const detail::StridedLayout<N>& layout, const char* name, const Back& back) const;
-
-  /// A view that records nothing (the backward of slice and select writes through one).
-  template <std::size_t N>
-  Tensor<T, int(N), D> raw_view(const detail::StridedLayout<N>& layout) const {
-    return Tensor<T, int(N), D>(storage_, layout.offset, layout.shape, layout.strides);
-  }
 
   /// Zeros of `shape` (a view's backward scatters its gradient into them).
   static Tensor zeros_like_shape(const Shape<Rank>& shape);

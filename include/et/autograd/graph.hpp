@@ -158,11 +158,23 @@ std::shared_ptr<Node> edge_of(const Tensor<T, R, D>& t) {
   return created;
 }
 
-/// True when operations on t are recorded now: grad mode is on and t needs a gradient.
-template <class T, int R, class D>
-bool records(const Tensor<T, R, D>& t) {
-  return grad_enabled() && meta_needs_grad(t.autograd_meta());
+/// True when an operation reading these tensors is recorded now: grad mode is on and one
+/// of them needs a gradient.
+template <class... Ts>
+bool records(const Ts&... ts) {
+  return grad_enabled() && (meta_needs_grad(ts.autograd_meta()) || ...);
 }
+
+/// Whether this translation unit records operations on D tensors at all: not under
+/// ET_NO_AUTOGRAD, and a CUDA operation only where nvcc compiles it (elsewhere the operation
+/// itself has already stopped compilation with "needs nvcc"). A record_* function puts its
+/// body under `if constexpr (records_on<D>)`, so that its backward is not even instantiated.
+template <class D>
+#if defined(ET_NO_AUTOGRAD)
+inline constexpr bool records_on = false;
+#else
+inline constexpr bool records_on = !(D::is_cuda && !device_compiler);
+#endif
 
 /// Makes `node` the producer of `out` (a result, or a tensor written in place).
 template <class T, int R, class D>
@@ -177,8 +189,7 @@ void attach(Tensor<T, R, D>& out, std::shared_ptr<Node> node) {
 /// into its own input then holds no reference cycle through its node.
 template <class T, int R, class D>
 Tensor<T, R, D> saved_data(const Tensor<T, R, D>& t) {
-  if (!t.defined()) return t;
-  return Tensor<T, R, D>(t.storage(), t.offset(), t.shape(), t.strides());
+  return t.defined() ? untracked_view(t, layout_of(t)) : t;
 }
 
 /// What a node saves of its input t: t itself, autograd state included (the node takes t's
@@ -291,6 +302,14 @@ std::shared_ptr<Node> make_op_node(const char* name, const std::tuple<const Inpu
                                    const Saved&... saved) {
   using Node = OpBackward<Out, std::tuple<Inputs...>, std::tuple<Saved...>, F>;
   return std::make_shared<Node>(name, inputs, std::move(backward), saved...);
+}
+
+/// Attaches to `out` the node of operation `name` on `inputs` (std::tie of them):
+/// backward(gradient, needs, saved...) -> the inputs' gradients (OpBackward).
+template <class T, int R, class D, class... Inputs, class F, class... Saved>
+void record_op(Tensor<T, R, D>& out, const char* name, const std::tuple<const Inputs&...>& inputs, F backward,
+               const Saved&... saved) {
+  attach(out, make_op_node<Tensor<T, R, D>>(name, inputs, std::move(backward), saved...));
 }
 
 /// Runs the backward of every node reachable from `root` in dependency order.

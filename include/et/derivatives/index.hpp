@@ -26,12 +26,9 @@ template <class T, int RO, class D, int RI, class Backward, class... Saved>
 void record_index_op([[maybe_unused]] Tensor<T, RO, D>& out, [[maybe_unused]] const char* name,
                      [[maybe_unused]] const Tensor<T, RI, D>& in, [[maybe_unused]] Backward backward,
                      [[maybe_unused]] const Saved&... saved) {
-#if !defined(ET_NO_AUTOGRAD)
-  if constexpr (!(D::is_cuda && !device_compiler)) {
-    if (!grad_enabled() || !needs_grad(in)) return;
-    attach(out, make_op_node<Tensor<T, RO, D>>(name, std::tie(in), std::move(backward), saved...));
+  if constexpr (records_on<D>) {
+    if (records(in)) record_op(out, name, std::tie(in), std::move(backward), saved...);
   }
-#endif
 }
 
 /// Records out = gather(x, a, index) for autograd: x's gradient is the output's, added
@@ -52,9 +49,8 @@ template <class T, int R, class D>
 void record_scatter_add([[maybe_unused]] Tensor<T, R, D>& out, [[maybe_unused]] const Tensor<T, R, D>& x,
                         [[maybe_unused]] const Tensor<T, R, D>& src, [[maybe_unused]] int a,
                         [[maybe_unused]] const Tensor<std::int64_t, R, D>& index) {
-#if !defined(ET_NO_AUTOGRAD)
-  if constexpr (!(D::is_cuda && !device_compiler)) {
-    if (!grad_enabled() || !(needs_grad(x) || needs_grad(src))) return;
+  if constexpr (records_on<D>) {
+    if (!records(x, src)) return;
     auto backward = [a, src_shape = src.shape()](const auto& g, const auto& needs, const auto& idx) {
       Tensor<T, R, D> dsrc;
       if (needs[1]) {  // src's elements outside index's shape took no part
@@ -65,9 +61,8 @@ void record_scatter_add([[maybe_unused]] Tensor<T, R, D>& out, [[maybe_unused]] 
       }
       return std::tuple{g, dsrc};
     };
-    attach(out, make_op_node<Tensor<T, R, D>>("scatter_add", std::tie(x, src), backward, index.detach()));
+    record_op(out, "scatter_add", std::tie(x, src), backward, index.detach());
   }
-#endif
 }
 
 /// Records out = flip(x) along the (normalized) axes for autograd.

@@ -20,11 +20,8 @@ namespace et::detail {
 template <class T, class D, class TB, int RB, class DB>
 void record_conv([[maybe_unused]] Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, const Tensor<T, 4, D>& w,
                  const Tensor<TB, RB, DB>* bias, const Conv2dOptions& options) {
-#if !defined(ET_NO_AUTOGRAD)
-  if constexpr (D::is_cuda && !device_compiler) {
-    return;  // conv2d itself already stopped compilation with "needs nvcc"
-  } else {
-    if (!grad_enabled() || !(needs_grad(x) || needs_grad(w) || (bias && needs_grad(*bias)))) return;
+  if constexpr (records_on<D>) {
+    if (!(records(x, w) || (bias && records(*bias)))) return;
     auto data_and_filter = [options](const auto& g, const auto& needs, const auto& x, const auto& w) {
       Tensor<T, 4, D> dx, dw;
       if (needs[0]) dx = conv2d_backward_data(g, w, x.shape(), options);
@@ -32,7 +29,7 @@ void record_conv([[maybe_unused]] Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, 
       return std::tuple{dx, dw};
     };
     if (bias == nullptr) {
-      attach(y, make_op_node<Tensor<T, 4, D>>("conv2d", std::tie(x, w), data_and_filter, x, w));
+      record_op(y, "conv2d", std::tie(x, w), data_and_filter, x, w);
     } else {
       auto with_bias = [data_and_filter, nhwc = options.layout == Layout::nhwc](const auto& g, const auto& needs,
                                                                                 const auto& x, const auto& w) {
@@ -42,36 +39,31 @@ void record_conv([[maybe_unused]] Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, 
         if (needs[2]) db = nhwc ? sum_to(g, Shape<1>{k}) : sum_to(g, Shape<3>{k, 1, 1}).view(Shape<1>{k});
         return std::tuple{dx, dw, db};
       };
-      attach(y, make_op_node<Tensor<T, 4, D>>("conv2d", std::tie(x, w, *bias), with_bias, x, w));
+      record_op(y, "conv2d", std::tie(x, w, *bias), with_bias, x, w);
     }
   }
-#endif
 }
 
 /// Records y = max_pool2d(x) or avg_pool2d(x) for autograd.
 template <class T, class D>
 void record_pool([[maybe_unused]] Tensor<T, 4, D>& y, [[maybe_unused]] const Tensor<T, 4, D>& x,
                  [[maybe_unused]] const Pool2dOptions& options, [[maybe_unused]] bool max) {
-#if !defined(ET_NO_AUTOGRAD)
-  if constexpr (D::is_cuda && !device_compiler) {
-    return;  // pooling itself already stopped compilation with "needs nvcc"
-  } else {
-    if (!grad_enabled() || !needs_grad(x)) return;
+  if constexpr (records_on<D>) {
+    if (!records(x)) return;
     if (max) {
       y.meta();  // its version counter, shared by the saved handle (which holds no graph)
       const Tensor<T, 4, D> saved = y.detach();
       auto backward = [options](const auto& g, const auto&, const auto& x, const auto& y) {
         return std::tuple{max_pool2d_backward(g, x, y, options)};
       };
-      attach(y, make_op_node<Tensor<T, 4, D>>("max_pool2d", std::tie(x), backward, x, saved));
+      record_op(y, "max_pool2d", std::tie(x), backward, x, saved);
     } else {
       auto backward = [options, shape = x.shape()](const auto& g, const auto&) {
         return std::tuple{avg_pool2d_backward(g, shape, options)};
       };
-      attach(y, make_op_node<Tensor<T, 4, D>>("avg_pool2d", std::tie(x), backward));
+      record_op(y, "avg_pool2d", std::tie(x), backward);
     }
   }
-#endif
 }
 
 }  // namespace et::detail

@@ -21,32 +21,28 @@ namespace et::detail {
 template <class Kind, int RO, class T, int R, class D>
 void record_row_op([[maybe_unused]] Tensor<T, RO, D>& y, [[maybe_unused]] const Tensor<T, R, D>& x,
                    [[maybe_unused]] int a) {
-#if !defined(ET_NO_AUTOGRAD)
-  if constexpr (D::is_cuda && !device_compiler) {
-    return;  // the operation itself already stopped compilation with "needs nvcc"
-  } else {
-    if (!grad_enabled() || !needs_grad(x)) return;
+  if constexpr (records_on<D>) {
+    if (!records(x)) return;
     y.meta();  // its version counter, shared by the saved handle (which holds no graph)
     const Tensor<T, RO, D> saved = y.detach();
     if constexpr (std::is_same_v<Kind, SoftmaxKind>) {
       auto backward = [a](const auto& g, const auto&, const auto& out) {
         return std::tuple{eval(out * (g - sum(g * out, a, true)))};
       };
-      attach(y, make_op_node<Tensor<T, RO, D>>(Kind::name, std::tie(x), backward, saved));
+      record_op(y, Kind::name, std::tie(x), backward, saved);
     } else if constexpr (std::is_same_v<Kind, LogSoftmaxKind>) {
       auto backward = [a](const auto& g, const auto&, const auto& out) {
         return std::tuple{eval(g - exp(out) * sum(g, a, true))};
       };
-      attach(y, make_op_node<Tensor<T, RO, D>>(Kind::name, std::tie(x), backward, saved));
+      record_op(y, Kind::name, std::tie(x), backward, saved);
     } else {
       auto backward = [a](const auto& g, const auto&, const auto& in, const auto& out) {
         if constexpr (RO == R) return std::tuple{eval(g * exp(in - out))};
         else return std::tuple{eval(g.unsqueeze(a) * exp(in - out.unsqueeze(a)))};
       };
-      attach(y, make_op_node<Tensor<T, RO, D>>(Kind::name, std::tie(x), backward, x.detach(), saved));
+      record_op(y, Kind::name, std::tie(x), backward, x.detach(), saved);
     }
   }
-#endif
 }
 
 /// 0, 1, ..., classes - 1 along the last axis, as an expression (no tensor, no kernel).
@@ -62,17 +58,17 @@ template <class T, class D>
 void record_cross_entropy([[maybe_unused]] Tensor<T, 0, D>& loss, [[maybe_unused]] const Tensor<T, 2, D>& logits,
                           [[maybe_unused]] const Tensor<T, 1, D>& lse,
                           [[maybe_unused]] const Tensor<std::int64_t, 1, D>& labels) {
-#if !defined(ET_NO_AUTOGRAD)
-  if (!grad_enabled() || !logits.requires_grad()) return;
-  const std::int64_t n = logits.size(0), classes = logits.size(1);
-  auto backward = [n, classes](const auto& g, const auto&, const auto& x, const auto& saved_lse,
-                               const auto& saved_labels) {
-    const auto onehot = cast<T>(column_index<D>(classes) == saved_labels.unsqueeze(1));
-    Tensor<T, 2, D> dx = (exp(x - saved_lse.unsqueeze(1)) - onehot) * (g / T(n));
-    return std::tuple{dx};
-  };
-  attach(loss, make_op_node<Tensor<T, 0, D>>("cross_entropy", std::tie(logits), backward, logits, lse, labels));
-#endif
+  if constexpr (records_on<D>) {
+    if (!records(logits)) return;
+    const std::int64_t n = logits.size(0), classes = logits.size(1);
+    auto backward = [n, classes](const auto& g, const auto&, const auto& x, const auto& saved_lse,
+                                 const auto& saved_labels) {
+      const auto onehot = cast<T>(column_index<D>(classes) == saved_labels.unsqueeze(1));
+      Tensor<T, 2, D> dx = (exp(x - saved_lse.unsqueeze(1)) - onehot) * (g / T(n));
+      return std::tuple{dx};
+    };
+    record_op(loss, "cross_entropy", std::tie(logits), backward, logits, lse, labels);
+  }
 }
 
 }  // namespace et::detail

@@ -11,7 +11,7 @@ template <Element T, int Rank, Device D>
 template <std::size_t N>
 Tensor<T, int(N), D> Tensor<T, Rank, D>::view(const std::array<std::int64_t, N>& shape) const {
   require_defined("view()");
-  return share_storage(detail::view_layout(strided_layout(), shape), "view()",
+  return share_storage(detail::view_layout(detail::layout_of(*this), shape), "view()",
                        [shape = shape_](const auto& g) { return detail::untracked_reshape(g, shape); });
 }
 
@@ -29,7 +29,7 @@ Tensor<T, int(N), D> Tensor<T, Rank, D>::reshape(const std::array<std::int64_t, 
 template <Element T, int Rank, Device D>
 Tensor<T, Rank, D> Tensor<T, Rank, D>::permute(const std::array<int, Rank>& axes) const {
   require_defined("permute()");
-  const auto layout = detail::permute_layout(strided_layout(), axes);  // checks the axes
+  const auto layout = detail::permute_layout(detail::layout_of(*this), axes);  // checks the axes
   std::array<int, Rank> inverse{};
   for (int k = 0; k < Rank; ++k) inverse[static_cast<std::size_t>(detail::normalize_axis(axes[k], Rank))] = k;
   return share_storage(layout, "permute()", [inverse](const auto& g) {
@@ -40,10 +40,10 @@ Tensor<T, Rank, D> Tensor<T, Rank, D>::permute(const std::array<int, Rank>& axes
 template <Element T, int Rank, Device D>
 Tensor<T, Rank, D> Tensor<T, Rank, D>::slice(int axis, std::int64_t begin, std::int64_t end, std::int64_t step) const {
   require_defined("slice()");
-  return share_storage(detail::slice_layout(strided_layout(), axis, begin, end, step), "slice()",
+  return share_storage(detail::slice_layout(detail::layout_of(*this), axis, begin, end, step), "slice()",
                        [=, shape = shape_](const auto& g) {
                          Tensor base = zeros_like_shape(shape);
-                         auto part = base.raw_view(detail::slice_layout(base.strided_layout(), axis, begin, end, step));
+                         auto part = detail::untracked_view(base, detail::slice_layout(detail::layout_of(base), axis, begin, end, step));
                          detail::evaluate(part, g);
                          return base;
                        });
@@ -52,7 +52,7 @@ Tensor<T, Rank, D> Tensor<T, Rank, D>::slice(int axis, std::int64_t begin, std::
 template <Element T, int Rank, Device D>
 Tensor<T, Rank + 1, D> Tensor<T, Rank, D>::unsqueeze(int axis) const {
   require_defined("unsqueeze()");
-  return share_storage(detail::unsqueeze_layout(strided_layout(), axis), "unsqueeze()",
+  return share_storage(detail::unsqueeze_layout(detail::layout_of(*this), axis), "unsqueeze()",
                        [axis](const auto& g) {
                          return detail::untracked_view(g, detail::squeeze_layout(detail::layout_of(g), axis));
                        });
@@ -62,7 +62,7 @@ template <Element T, int Rank, Device D>
 template <std::size_t N>
 Tensor<T, int(N), D> Tensor<T, Rank, D>::expand(const std::array<std::int64_t, N>& shape) const {
   require_defined("expand()");
-  return share_storage(detail::expand_layout(strided_layout(), shape), "expand()",
+  return share_storage(detail::expand_layout(detail::layout_of(*this), shape), "expand()",
                        [from = shape_](const auto& g) { return detail::sum_to(g, from); });
 }
 
