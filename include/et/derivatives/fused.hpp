@@ -94,6 +94,7 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public FusedNodeBase<T
     auto note = [&](const auto& leaf) {
       this->next.push_back(edge_of(leaf));
       this->versions_[l] = SavedVersion::of(leaf);
+      plans_[l] = sum_plan(leaf.shape(), shape);
       identity_[l++] = leaf.autograd_meta().get();
     };
     for_each_tree_tensor(expr, note);
@@ -133,44 +134,32 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public FusedNodeBase<T
         }
     }
     std::tuple<Tensor<typename list_at_t<Ls, Leaves>::value_type, R, D>...> staged;
-    std::array<SumPlan<std::size_t(R)>, L> plans{};
     bool linear = seed_.linear(g) && plan_reads(shape, *expr_).linear;
-    std::size_t l = 0;
-    auto prepare = [&](const auto& leaf) {
-      const std::size_t me = l++;
-      if (program.group[me] == static_cast<signed char>(me)) plans[me] = sum_plan(leaf.shape(), shape);
-    };
-    for_each_tree_tensor(*expr_, prepare);
     auto allocate = [&]<std::size_t Lf>(std::integral_constant<std::size_t, Lf>) {
       if (program.group[Lf] != static_cast<signed char>(Lf)) return;
       auto& out = std::get<Lf>(staged);
-      out = staging_buffer<typename list_at_t<Lf, Leaves>::value_type, D>(plans[Lf]);
+      out = staging_buffer<typename list_at_t<Lf, Leaves>::value_type, D>(plans_[Lf]);
       pack_get<Lf>(program.writers) = make_writer<Index>(out);
       linear = linear && out.is_contiguous();
     };
     (allocate(std::integral_constant<std::size_t, Ls>{}), ...);
     run_gradient(backend<D>, program, shape, linear);  // the one kernel
-    l = 0;
-    auto send_one = [&](const auto& leaf) {
-      const std::size_t me = l++;
-      if (program.group[me] != static_cast<signed char>(me)) return;
-      // Typed as the leaf's sink: a Pinned leaf of a host expression (whose device is Cpu)
-      // gets its gradient in pinned memory.
-      using LeafDevice = typename std::remove_cvref_t<decltype(leaf)>::device_type;
-      auto typed = [](auto g) {
-        if constexpr (std::is_same_v<LeafDevice, D>) return g;
-        else return g.to(LeafDevice{});
-      };
-      (void)((Ls == me &&
-              (send(this->next[Ls], typed(finish_sum(std::get<Ls>(staged), plans[Ls], leaf.shape()))), true)) ||
-             ...);
+    // Each group's gradient, summed down to its leaf's shape and typed as the leaf's sink
+    // (a Pinned leaf of a host expression, whose device is Cpu, gets it in pinned memory).
+    auto finish = [&]<std::size_t Lf>(std::integral_constant<std::size_t, Lf>) {
+      if (program.group[Lf] != static_cast<signed char>(Lf)) return;
+      using Leaf = list_at_t<Lf, Leaves>;
+      auto sum = finish_sum(std::get<Lf>(staged), plans_[Lf], sum_target<Leaf::rank>(plans_[Lf], shape));
+      if constexpr (std::is_same_v<typename Leaf::device_type, D>) send(this->next[Lf], sum);
+      else send(this->next[Lf], sum.to(typename Leaf::device_type{}));
     };
-    for_each_tree_tensor(*expr_, send_one);
+    (finish(std::integral_constant<std::size_t, Ls>{}), ...);
   }
 
   std::optional<E> expr_;
   Seed seed_;
   std::array<const void*, L> identity_{};
+  std::array<SumPlan<std::size_t(R)>, L> plans_{};  // each leaf's gradient, from the index space down to its shape
 };
 
 /// True when the backward program of E (an assignment to a Tensor<T, R, D>) fits one

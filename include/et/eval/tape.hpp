@@ -63,7 +63,7 @@ struct leaf_writers<TypeList<Ts...>, R, Index> {
 };
 
 // The walks below expand a node's children with an index sequence rather than std::apply
-// and a lambda: a fused node walks its expression four times, and std::apply's layers of
+// and a lambda: a fused node walks its expression when it is made, and std::apply's layers of
 // invoke traits cost the front end more than the walk itself (measured with clang's
 // -ftime-trace on ten recorded expressions: a quarter of all template instantiation time).
 

@@ -215,6 +215,7 @@ struct SumPlan {
   std::array<std::int64_t, R> extents{};  ///< the buffer's shape
   std::array<int, R> inverse{};           ///< index-space axis d is buffer axis inverse[d]
   std::int64_t kept = 1, summed = 1;
+  int kept_axes = 0;                      ///< buffer axes [0, kept_axes) are kept, the rest summed
 };
 template <std::size_t N, std::size_t R>
 SumPlan<R> sum_plan(const std::array<std::int64_t, N>& to, const std::array<std::int64_t, R>& shape) {
@@ -226,11 +227,24 @@ SumPlan<R> sum_plan(const std::array<std::int64_t, N>& to, const std::array<std:
       const bool sums = extent != shape[d];
       if (sums != (pass == 1)) continue;
       (sums ? plan.summed : plan.kept) *= shape[d];
+      plan.kept_axes += sums ? 0 : 1;
       plan.inverse[d] = static_cast<int>(k);
       plan.order[k] = static_cast<int>(d);
       plan.extents[k++] = shape[d];
     }
   return plan;
+}
+
+/// The shape of rank N that sum_plan(to, shape) sums down to: `to` again, from the plan
+/// (an axis is summed only where `to` has extent 1 or lacks it).
+template <std::size_t N, std::size_t R>
+std::array<std::int64_t, N> sum_target(const SumPlan<R>& plan, const std::array<std::int64_t, R>& shape) {
+  std::array<std::int64_t, N> to{};
+  for (std::size_t k = 0; k != N; ++k) {
+    const std::size_t d = k + R - N;
+    to[k] = plan.inverse[d] < plan.kept_axes ? shape[d] : 1;
+  }
+  return to;
 }
 
 /// A buffer for a gradient over `shape` that will be summed down by `plan`, seen in the
