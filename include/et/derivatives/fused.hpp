@@ -48,7 +48,7 @@ class FusedNodeBase : public GradSink<T, RO, D> {
     require_not_released(*this);
     const Tensor<T, RO, D> g = this->take();
     if (g.defined()) {
-      for (const auto& version : versions_) version.check(*this);
+      for (const auto& leaf : leaves_) leaf.version.check(*this);
       check_seed();
       backward(g);
     }
@@ -57,17 +57,49 @@ class FusedNodeBase : public GradSink<T, RO, D> {
 
  protected:
   FusedNodeBase(const Shape<R>& shape, const char* what, int axis, int ops, std::size_t leaves)
-      : shape_(shape), what_(what), axis_(axis), ops_(ops), versions_(leaves) {}
+      : shape_(shape), what_(what), axis_(axis), ops_(ops) {
+    leaves_.reserve(leaves);
+  }
 
   virtual void check_seed() const = 0;
   virtual void backward(const Tensor<T, RO, D>& g) = 0;
   virtual void release() = 0;
 
+  /// What the node keeps of each tensor leaf of its expression, in tree_tensors_t order.
+  struct Leaf {
+    SavedVersion version;          // checked before the backward runs
+    SumPlan<std::size_t(R)> plan;  // its gradient, from the index space down to its shape
+    const void* identity;          // its autograd state: leaves with the same one are one tensor
+  };
+
+  /// The walkers of the expression's leaves when the node is made: functors, compiled once
+  /// per leaf type (not per expression, as a lambda of the derived class would be).
+  struct NoteLeaf {  // for_each_tree_tensor: edges, versions, sum plans
+    FusedNodeBase& node;
+    template <class U, int N, class DU>
+    void operator()(const Tensor<U, N, DU>& leaf) {
+      node.next.push_back(edge_of(leaf));
+      node.leaves_.push_back({SavedVersion::of(leaf), sum_plan(leaf.shape(), node.shape_), leaf.autograd_meta().get()});
+    }
+  };
+  struct SaveLeaf {  // map_tree_tensors: the handle the node keeps of each leaf
+    FusedNodeBase& node;
+    const Tensor<T, RO, D>* overwritten;
+    std::size_t l = 0;
+    template <class U, int N, class DU>
+    Tensor<U, N, DU> operator()(const Tensor<U, N, DU>& leaf) {
+      auto saved = saved_data(saved_before_write(leaf, overwritten));
+      if (saved.storage() != leaf.storage()) node.leaves_[l].version = {};  // a copy: later writes cannot reach it
+      ++l;
+      return saved;
+    }
+  };
+
   Shape<R> shape_;
   const char* what_;
   int axis_;
   int ops_;
-  std::vector<SavedVersion> versions_;
+  std::vector<Leaf> leaves_;
 };
 
 template <class Out, class E, int R, class Seed>
@@ -90,21 +122,9 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public FusedNodeBase<T
   FusedBackward(const E& expr, const Shape<R>& shape, Seed seed, const char* what, int axis = -1,
                 const Tensor<T, RO, D>* overwritten = nullptr)
       : Base(shape, what, axis, static_cast<int>(tree_ops_v<E>), L), seed_(std::move(seed)) {
-    std::size_t l = 0;
-    auto note = [&](const auto& leaf) {
-      this->next.push_back(edge_of(leaf));
-      this->versions_[l] = SavedVersion::of(leaf);
-      plans_[l] = sum_plan(leaf.shape(), shape);
-      identity_[l++] = leaf.autograd_meta().get();
-    };
+    typename Base::NoteLeaf note{*this};
     for_each_tree_tensor(expr, note);
-    l = 0;
-    auto save = [&](const auto& leaf) {
-      auto saved = saved_data(saved_before_write(leaf, overwritten));
-      if (saved.storage() != leaf.storage()) this->versions_[l] = {};  // a copy: later writes cannot reach it
-      ++l;
-      return saved;
-    };
+    typename Base::SaveLeaf save{*this, overwritten};
     expr_.emplace(map_tree_tensors(expr, save));
   }
 
@@ -128,7 +148,7 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public FusedNodeBase<T
     for (std::size_t me = 0; me != L; ++me) {
       program.group[me] = -1;
       for (std::size_t first = 0; this->next[me] && first <= me; ++first)
-        if (this->next[first] && identity_[first] == identity_[me]) {
+        if (this->next[first] && this->leaves_[first].identity == this->leaves_[me].identity) {
           program.group[me] = static_cast<signed char>(first);
           break;
         }
@@ -138,7 +158,7 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public FusedNodeBase<T
     auto allocate = [&]<std::size_t Lf>(std::integral_constant<std::size_t, Lf>) {
       if (program.group[Lf] != static_cast<signed char>(Lf)) return;
       auto& out = std::get<Lf>(staged);
-      out = staging_buffer<typename list_at_t<Lf, Leaves>::value_type, D>(plans_[Lf]);
+      out = staging_buffer<typename list_at_t<Lf, Leaves>::value_type, D>(this->leaves_[Lf].plan);
       pack_get<Lf>(program.writers) = make_writer<Index>(out);
       linear = linear && out.is_contiguous();
     };
@@ -149,7 +169,8 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public FusedNodeBase<T
     auto finish = [&]<std::size_t Lf>(std::integral_constant<std::size_t, Lf>) {
       if (program.group[Lf] != static_cast<signed char>(Lf)) return;
       using Leaf = list_at_t<Lf, Leaves>;
-      auto sum = finish_sum(std::get<Lf>(staged), plans_[Lf], sum_target<Leaf::rank>(plans_[Lf], shape));
+      const auto& plan = this->leaves_[Lf].plan;
+      auto sum = finish_sum(std::get<Lf>(staged), plan, sum_target<Leaf::rank>(plan, shape));
       if constexpr (std::is_same_v<typename Leaf::device_type, D>) send(this->next[Lf], sum);
       else send(this->next[Lf], sum.to(typename Leaf::device_type{}));
     };
@@ -158,8 +179,6 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public FusedNodeBase<T
 
   std::optional<E> expr_;
   Seed seed_;
-  std::array<const void*, L> identity_{};
-  std::array<SumPlan<std::size_t(R)>, L> plans_{};  // each leaf's gradient, from the index space down to its shape
 };
 
 /// True when the backward program of E (an assignment to a Tensor<T, R, D>) fits one

@@ -80,40 +80,51 @@ struct ElementwisePlan {
   std::int64_t wrap_granule = 0;
 };
 
+/// plan_reads' walker: what each leaf adds to the plan. A functor rather than a lambda of
+/// plan_reads, so that its members are compiled once per leaf type and index-space rank,
+/// not again for every expression that reads such a leaf.
+template <std::size_t R>
+struct ReadPlanner {
+  const std::array<std::int64_t, R>& shape;
+  std::array<std::int64_t, R> dense = contiguous_strides(shape);
+  ElementwisePlan plan{true, checked_numel(shape), true, 0};
+
+  bool reads_like_output(const std::array<std::int64_t, R>& strides) const {
+    for (std::size_t d = 0; d != R; ++d)
+      if (shape[d] != 1 && strides[d] != dense[d]) return false;
+    return true;
+  }
+  template <class T, int N, class D>
+  void operator()(const Tensor<T, N, D>& leaf) {
+    if (!leaf.defined()) throw Error("et: an undefined (default-constructed) tensor was used in an expression");
+    read(broadcast_strides(leaf.shape(), leaf.strides(), shape));
+  }
+  void read(const std::array<std::int64_t, R>& strides) {
+    const bool like_output = reads_like_output(strides);
+    plan.linear = plan.linear && like_output;
+    if (!like_output) {
+      const LinearWrap wrap = linear_wrap(shape, strides);
+      // The linear kernel's readers (64-bit) carry a wrap in index spaces of rank 2 and up.
+      plan.wrapped = plan.wrapped && carries_wrap<static_cast<int>(R), std::int64_t> && wraps(wrap, shape);
+      plan.wrap_granule = std::gcd(plan.wrap_granule, wrap.div > 1 ? wrap.div : wrap.mod);
+    }
+    plan.max_index = std::max(plan.max_index, max_offset(shape, strides));
+  }
+  template <class Gen, int N, class D>
+  void operator()(const GeneratorExpr<Gen, N, D>& leaf) {
+    const bool like_output = reads_like_output(broadcast_strides(leaf.shape(), contiguous_strides(leaf.shape()), shape));
+    plan.linear = plan.linear && like_output;
+    plan.wrapped = plan.wrapped && like_output;
+  }
+};
+
 /// Inspects every leaf of an expression read in the index space `shape`: can it be read
 /// at the row-major linear index (the linear path), and how large do offsets get?
 template <std::size_t R, class E>
 ElementwisePlan plan_reads(const std::array<std::int64_t, R>& shape, const E& expr) {
-  ElementwisePlan plan;
-  const auto dense = contiguous_strides(shape);
-  plan.max_index = checked_numel(shape);
-  auto reads_like_output = [&](const std::array<std::int64_t, R>& strides) {
-    for (std::size_t d = 0; d != R; ++d)
-      if (shape[d] != 1 && strides[d] != dense[d]) return false;
-    return true;
-  };
-  for_each_leaf(expr, [&](const auto& leaf) {
-    using Leaf = std::remove_cvref_t<decltype(leaf)>;
-    if constexpr (is_tensor_v<Leaf>) {
-      if (!leaf.defined()) throw Error("et: an undefined (default-constructed) tensor was used in an expression");
-      const auto strides = broadcast_strides(leaf.shape(), leaf.strides(), shape);
-      const bool like_output = reads_like_output(strides);
-      plan.linear = plan.linear && like_output;
-      if (!like_output) {
-        const LinearWrap wrap = linear_wrap(shape, strides);
-        // The linear kernel's readers (64-bit) carry a wrap in index spaces of rank 2 and up.
-        plan.wrapped = plan.wrapped && carries_wrap<static_cast<int>(R), std::int64_t> && wraps(wrap, shape);
-        plan.wrap_granule = std::gcd(plan.wrap_granule, wrap.div > 1 ? wrap.div : wrap.mod);
-      }
-      plan.max_index = std::max(plan.max_index, max_offset(shape, strides));
-    } else {
-      const bool like_output =
-          reads_like_output(broadcast_strides(leaf.shape(), contiguous_strides(leaf.shape()), shape));
-      plan.linear = plan.linear && like_output;
-      plan.wrapped = plan.wrapped && like_output;
-    }
-  });
-  return plan;
+  ReadPlanner<R> planner{shape};
+  for_each_leaf(expr, planner);
+  return planner.plan;
 }
 
 /// The plan for evaluating `expr` into `dst`: the reads' plan, plus the destination's

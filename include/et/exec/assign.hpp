@@ -32,24 +32,34 @@ void check_assignable(const std::array<std::int64_t, To>& to, const std::array<s
   }
 }
 
+/// reads_overlap_writes' walker (a functor, not a lambda: compiled once per leaf type, not
+/// per expression): does a tensor leaf share dst's storage but read other elements than
+/// the one written at the same index?
+template <class T, int R, class D>
+struct OverlapCheck {
+  const Tensor<T, R, D>& dst;
+  bool overlap = false;
+  template <class U, int N, class DU>
+  void operator()(const Tensor<U, N, DU>& leaf) {
+    if (!leaf.storage() || leaf.storage() != dst.storage()) return;
+    bool same_elements = static_cast<const void*>(leaf.data()) == static_cast<const void*>(dst.data()) &&
+                         sizeof(U) == sizeof(T);
+    const auto strides = broadcast_strides(leaf.shape(), leaf.strides(), dst.shape());
+    for (int d = 0; d < R; ++d)
+      if (dst.shape()[d] != 1 && strides[d] != dst.strides()[d]) same_elements = false;
+    overlap = overlap || !same_elements;
+  }
+  template <class Leaf>
+  void operator()(const Leaf&) {}  // a generator reads no memory
+};
+
 /// True when some operand shares the destination's storage but would read other elements
 /// than the one being written at the same index: then a temporary keeps the result right.
 template <class T, int R, class D, class E>
 bool reads_overlap_writes(const Tensor<T, R, D>& dst, const E& expr) {
-  bool overlap = false;
-  for_each_leaf(expr, [&](const auto& leaf) {
-    using Leaf = std::remove_cvref_t<decltype(leaf)>;
-    if constexpr (is_tensor_v<Leaf>) {
-      if (!leaf.storage() || leaf.storage() != dst.storage()) return;
-      bool same_elements = static_cast<const void*>(leaf.data()) == static_cast<const void*>(dst.data()) &&
-                           sizeof(typename Leaf::value_type) == sizeof(T);
-      const auto strides = broadcast_strides(leaf.shape(), leaf.strides(), dst.shape());
-      for (int d = 0; d < R; ++d)
-        if (dst.shape()[d] != 1 && strides[d] != dst.strides()[d]) same_elements = false;
-      overlap = overlap || !same_elements;
-    }
-  });
-  return overlap;
+  OverlapCheck<T, R, D> check{dst};
+  for_each_leaf(expr, check);
+  return check.overlap;
 }
 
 /// The most bytes of kernel arguments a CUDA launch takes (CUDA 12.1 and later, Volta

@@ -32,16 +32,25 @@ inline bool aligned_for(const void* p, std::size_t group_bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % std::min<std::size_t>(group_bytes, 16) == 0;
 }
 
+/// leaves_aligned's walker (a functor: compiled once per leaf type, not per expression).
+template <int V>
+struct AlignCheck {
+  bool ok = true;
+  template <class T, int R, class D>
+  void operator()(const Tensor<T, R, D>& leaf) {
+    ok = ok && aligned_for(leaf.data(), sizeof(T) * V);
+  }
+  template <class Leaf>
+  void operator()(const Leaf&) {}  // a generator reads no memory
+};
+
 /// True when every tensor operand can be read V elements at a time (16-byte aligned, or
 /// V*sizeof aligned for narrower groups).
 template <int V, class E>
 bool leaves_aligned(const E& expr) {
-  bool ok = true;
-  for_each_leaf(expr, [&](const auto& leaf) {
-    using Leaf = std::remove_cvref_t<decltype(leaf)>;
-    if constexpr (is_tensor_v<Leaf>) ok = ok && aligned_for(leaf.data(), sizeof(typename Leaf::value_type) * V);
-  });
-  return ok;
+  AlignCheck<V> check;
+  for_each_leaf(expr, check);
+  return check.ok;
 }
 
 /// True when the output and every tensor operand can be accessed V elements at a time.
@@ -55,14 +64,18 @@ bool vector_aligned(const Tensor<T, R, D>& dst, const E& expr) {
 /// Notes every tensor a launch reads or writes as used on the current stream, so that the
 /// allocator orders their frees after it (runtime/allocator.hpp). Nothing to do while only
 /// default streams were ever current.
+struct NoteUse {  // a functor, not a lambda: compiled once per leaf type, not per expression
+  template <class T, int R, class D>
+  void operator()(const Tensor<T, R, D>& leaf) const {
+    note_stream_use(leaf.storage());
+  }
+  template <class Leaf>
+  void operator()(const Leaf&) const {}  // a generator reads no memory
+};
 template <class... Operands>
 void note_expression_uses(const Operands&... operands) {
   if (!several_streams().load(std::memory_order_relaxed)) return;
-  (for_each_leaf(operands,
-                 [](const auto& leaf) -> void {  // not deduced: nvcc failed to deduce it 63 levels deep
-                   if constexpr (is_tensor_v<std::remove_cvref_t<decltype(leaf)>>) note_stream_use(leaf.storage());
-                 }),
-   ...);
+  (for_each_leaf(operands, NoteUse{}), ...);
 }
 
 /// The most threads one launch of grid_for() blocks has: the linear kernel runs each thread
