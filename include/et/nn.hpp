@@ -1,5 +1,6 @@
 // etensor's training layer, on top of et/et.hpp: modules (et::nn::Module, Linear, Conv2d,
-// BatchNorm2d, activations, Dropout, pooling, Flatten, Sequential) and safetensors save/load.
+// BatchNorm2d, activations, Dropout, pooling, Flatten, Sequential), weight initialization
+// (et::nn::init) and safetensors save/load.
 // A header of its own so that files which only compute do not compile it.
 #pragma once
 
@@ -7,6 +8,7 @@
 #include "et/device_mismatch.hpp"
 #include "et/et.hpp"
 #include "et/nn/activations.hpp"
+#include "et/nn/init.hpp"
 #include "et/nn/layers.hpp"
 #include "et/nn/module.hpp"
 #include "et/nn/serialize.hpp"

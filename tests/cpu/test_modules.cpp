@@ -2,6 +2,7 @@
 // module_cases.hpp, loader_cases.hpp), and the
 // safetensors format: byte-exact against the reference implementation's own test vectors,
 // round trips through modules, and every kind of bad file.
+#include "../common/init_cases.hpp"
 #include "../common/loader_cases.hpp"
 #include "../common/module_cases.hpp"
 
@@ -24,6 +25,7 @@ TEST_CASE("modules: Dropout (CPU)", "[nn][modules]") { test::check_dropout<et::C
 TEST_CASE("modules: BatchNorm2d (CPU)", "[nn][modules]") { test::check_batch_norm<et::Cpu>(); }
 TEST_CASE("modules: Conv2d, pooling, Flatten (CPU)", "[nn][modules]") { test::check_conv_pool_flatten<et::Cpu>(); }
 TEST_CASE("modules: a Sequential model trains (CPU)", "[nn][modules]") { test::check_module_training<et::Cpu>(); }
+TEST_CASE("nn::init: Xavier and Kaiming fills, gains, fans (CPU)", "[nn][init]") { test::check_init<et::Cpu>(); }
 TEST_CASE("data loader: batches, seeded shuffles, progress, function datasets (CPU)", "[data]") {
   test::check_loader<et::Cpu>();
 }

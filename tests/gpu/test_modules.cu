@@ -2,6 +2,7 @@
 // loader_cases.hpp on CUDA (the same initialization, dropout masks and shuffles as the
 // CPU's are part of them), save/load of a module that lives on the GPU, and batches used
 // on a stream of the user's.
+#include "../common/init_cases.hpp"
 #include "../common/loader_cases.hpp"
 #include "../common/module_cases.hpp"
 
@@ -23,6 +24,7 @@ TEST_CASE("GPU: modules: members, parameters, to, train/eval, Sequential", "[nn]
 TEST_CASE("GPU: modules: Dropout drops the CPU's elements", "[nn][modules]") { test::check_dropout<Gpu>(); }
 TEST_CASE("GPU: modules: BatchNorm2d", "[nn][modules]") { test::check_batch_norm<Gpu>(); }
 TEST_CASE("GPU: modules: Conv2d, pooling, Flatten", "[nn][modules]") { test::check_conv_pool_flatten<Gpu>(); }
+TEST_CASE("GPU: nn::init: Xavier and Kaiming fills (the CPU's values), gains, fans", "[nn][init]") { test::check_init<Gpu>(); }
 TEST_CASE("GPU: modules: a model built on the CPU, moved with to(), trains", "[nn][modules]") {
   test::check_module_training<Gpu>();
 }
