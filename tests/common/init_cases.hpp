@@ -42,6 +42,7 @@ void check_init() {
   CHECK(init::calculate_gain(init::Nonlinearity::leaky_relu) == Approx(std::sqrt(2.0 / (1 + 0.01 * 0.01))));
   CHECK(init::calculate_gain(init::Nonlinearity::leaky_relu, 0.2) == Approx(std::sqrt(2.0 / 1.04)));
   CHECK(init::calculate_gain(init::Nonlinearity::selu) == 0.75);
+  CHECK_THROWS_WITH(init::calculate_gain(static_cast<init::Nonlinearity>(99)), Catch::Contains("unknown nonlinearity 99"));
 
   SECTION("xavier_uniform_ and xavier_normal_ of a Linear weight [out, in]") {
     et::nn::Linear<float, D> fc(D{}, 300, 100, 1);

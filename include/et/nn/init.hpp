@@ -59,10 +59,10 @@ struct Fans {
 
 template <class T, int R, class D>
 Fans fans(const char* name, const Tensor<T, R, D>& t) {
-  if (!t.defined()) throw Error(std::string("et: nn::init::") + name + ": the tensor is undefined");
+  if (!t.defined()) throw Error("et: nn::init::" + std::string(name) + ": the tensor is undefined");
   if constexpr (R < 2) {
-    throw ShapeError(std::string("et: nn::init::") + name + ": fan in and fan out need a tensor of rank 2 or more, got shape " +
-                     format_shape(t.shape()));
+    throw ShapeError("et: nn::init::" + std::string(name) +
+                     ": fan in and fan out need a tensor of rank 2 or more, got shape " + format_shape(t.shape()));
   } else {
     std::int64_t receptive = 1;
     for (int axis = 2; axis < R; ++axis) receptive *= t.size(axis);
@@ -90,9 +90,9 @@ void fill_normal(const Tensor<T, R, D>& t, std::uint64_t seed, double std) {  //
   fill<et::detail::NormalGenerator<T>>(t, seed, std, 0);
 }
 
-inline double kaiming_std(const char* name, Fans f, const KaimingOptions& options) {
+/// Kaiming's standard deviation; called for tensors with elements only, whose fans are > 0.
+inline double kaiming_std(Fans f, const KaimingOptions& options) {
   const std::int64_t fan = options.mode == FanMode::fan_in ? f.in : f.out;
-  if (fan <= 0) throw ShapeError(std::string("et: nn::init::") + name + ": the tensor's fan is 0 (an axis of size 0)");
   return calculate_gain(options.nonlinearity, options.a) / std::sqrt(double(fan));
 }
 
@@ -118,7 +118,7 @@ const Tensor<T, R, D>& xavier_normal_(const Tensor<T, R, D>& t, std::uint64_t se
 template <class T, int R, class D>
 const Tensor<T, R, D>& kaiming_uniform_(const Tensor<T, R, D>& t, std::uint64_t seed, const KaimingOptions& options = {}) {
   const detail::Fans f = detail::fans("kaiming_uniform_", t);
-  if (t.numel() > 0) detail::fill_uniform(t, seed, std::sqrt(3.0) * detail::kaiming_std("kaiming_uniform_", f, options));
+  if (t.numel() > 0) detail::fill_uniform(t, seed, std::sqrt(3.0) * detail::kaiming_std(f, options));
   return t;
 }
 
@@ -126,7 +126,7 @@ const Tensor<T, R, D>& kaiming_uniform_(const Tensor<T, R, D>& t, std::uint64_t 
 template <class T, int R, class D>
 const Tensor<T, R, D>& kaiming_normal_(const Tensor<T, R, D>& t, std::uint64_t seed, const KaimingOptions& options = {}) {
   const detail::Fans f = detail::fans("kaiming_normal_", t);
-  if (t.numel() > 0) detail::fill_normal(t, seed, detail::kaiming_std("kaiming_normal_", f, options));
+  if (t.numel() > 0) detail::fill_normal(t, seed, detail::kaiming_std(f, options));
   return t;
 }
 
