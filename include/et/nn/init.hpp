@@ -59,6 +59,7 @@ struct Fans {
 
 template <class T, int R, class D>
 Fans fans(const char* name, const Tensor<T, R, D>& t) {
+  static_assert(et::detail::is_floating_v<T>, "et: nn::init fills floating-point tensors");
   if (!t.defined()) throw Error("et: nn::init::" + std::string(name) + ": the tensor is undefined");
   if constexpr (R < 2) {
     throw ShapeError("et: nn::init::" + std::string(name) +
@@ -70,24 +71,26 @@ Fans fans(const char* name, const Tensor<T, R, D>& t) {
   }
 }
 
-/// t = (generator values) * scale + shift, in place, unrecorded.
-template <class Gen, class T, int R, class D>
-void fill(const Tensor<T, R, D>& t, std::uint64_t seed, double scale, double shift) {
-  static_assert(et::detail::is_floating_v<T>, "et: nn::init fills floating-point tensors");
-  if (t.numel() == 0) return;
+/// Writes `values` (an expression of t's shape) into t's storage, unrecorded.
+template <class T, int R, class D, class E>
+void write_unrecorded(const Tensor<T, R, D>& t, const E& values) {
   NoGradGuard no_grad;
   Tensor<T, R, D> out = t;  // the same storage: assigning an expression writes into it
-  out = et::detail::GeneratorExpr<Gen, R, D>(Gen{seed}, t.shape()) * T(scale) + T(shift);
+  out = values;
 }
 
+/// U(-bound, bound) from `seed` (also the modules' own initialization, nn/layers.hpp).
 template <class T, int R, class D>
-void fill_uniform(const Tensor<T, R, D>& t, std::uint64_t seed, double bound) {  // U(-bound, bound)
-  fill<et::detail::UniformGenerator<T>>(t, seed, 2 * bound, -bound);
+void fill_uniform(const Tensor<T, R, D>& t, std::uint64_t seed, double bound) {
+  using Gen = et::detail::UniformGenerator<T>;
+  write_unrecorded(t, (et::detail::GeneratorExpr<Gen, R, D>(Gen{seed}, t.shape()) * T(2) - T(1)) * T(bound));
 }
 
+/// N(0, std^2) from `seed`.
 template <class T, int R, class D>
-void fill_normal(const Tensor<T, R, D>& t, std::uint64_t seed, double std) {  // N(0, std^2)
-  fill<et::detail::NormalGenerator<T>>(t, seed, std, 0);
+void fill_normal(const Tensor<T, R, D>& t, std::uint64_t seed, double std) {
+  using Gen = et::detail::NormalGenerator<T>;
+  write_unrecorded(t, et::detail::GeneratorExpr<Gen, R, D>(Gen{seed}, t.shape()) * T(std));
 }
 
 /// Kaiming's standard deviation; called for tensors with elements only, whose fans are > 0.

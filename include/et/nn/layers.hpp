@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "et/nn/init.hpp"
 #include "et/nn/module.hpp"
 #include "et/ops/linalg.hpp"
 #include "et/derivatives/nn.hpp"
@@ -30,8 +31,8 @@ constexpr std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
 /// Uniform in [-bound, bound): one kernel on the device, the same values on every device.
 template <class T, int R, class D>
 Tensor<T, R, D> uniform_parameter(const Shape<R>& shape, double bound, std::uint64_t seed) {
-  using Gen = et::detail::UniformGenerator<T>;
-  Tensor<T, R, D> out = (et::detail::GeneratorExpr<Gen, R, D>(Gen{seed}, shape) * T(2) - T(1)) * T(bound);
+  auto out = empty<T>(D{}, shape);
+  init::detail::fill_uniform(out, seed, bound);
   out.requires_grad_(true);
   return out;
 }
