@@ -19,9 +19,10 @@
 
 namespace et::detail {
 
+/// The destination's writer, from `origin` on (the first element of a box: program.hpp).
 template <class Index, class T, int R, class D>
-Writer<T, R, Index> make_writer(const Tensor<T, R, D>& t) {
-  Writer<T, R, Index> writer{t.data(), {}};
+Writer<T, R, Index> make_writer(const Tensor<T, R, D>& t, const std::type_identity_t<Shape<R>>& origin = {}) {
+  Writer<T, R, Index> writer{t.data() + offset_of(origin, t.strides()), {}};
   copy_strides<Index, R>(writer.strides, t.strides());
   return writer;
 }

@@ -39,11 +39,23 @@ void copy_strides(Index (&out)[R > 0 ? R : 1], const std::array<std::int64_t, R>
   for (std::size_t d = 0; d != R; ++d) out[d] = static_cast<Index>(strides[d]);
 }
 
+/// The offset of a box's first element (`origin`, coordinates in the whole index space)
+/// in an operand read with `strides` there. The CUDA backend evaluates an index space whose
+/// offsets pass 32 bits box by box (backend/cuda/elementwise.hpp), each box read by a
+/// program whose operands start at its origin; the whole space's origin is all zeros.
+template <std::size_t R>
+std::int64_t offset_of(const std::array<std::int64_t, R>& origin, const std::array<std::int64_t, R>& strides) {
+  std::int64_t offset = 0;
+  for (std::size_t d = 0; d != R; ++d) offset += origin[d] * strides[d];
+  return offset;
+}
+
+/// A leaf's reader in the index space `out_shape`, starting at `origin` in it.
 template <int OutR, class Index, class T, int R, class D>
-auto make_reader(const Tensor<T, R, D>& t, const Shape<OutR>& out_shape) {
+auto make_reader(const Tensor<T, R, D>& t, const Shape<OutR>& out_shape, const Shape<OutR>& origin = {}) {
   TensorReader<T, OutR, Index> reader{};
-  reader.data = t.data();
   const auto strides = broadcast_strides(t.shape(), t.strides(), out_shape);
+  reader.data = t.data() + offset_of(origin, strides);
   copy_strides<Index, OutR>(reader.strides, strides);
   if constexpr (TensorReader<T, OutR, Index>::wraps) {
     const LinearWrap wrap = linear_wrap(out_shape, strides);
@@ -55,13 +67,14 @@ auto make_reader(const Tensor<T, R, D>& t, const Shape<OutR>& out_shape) {
   return reader;
 }
 template <int OutR, class Index, class T>
-auto make_reader(const ScalarExpr<T>& s, const Shape<OutR>&) {
+auto make_reader(const ScalarExpr<T>& s, const Shape<OutR>&, const Shape<OutR>& = {}) {
   return ScalarReader<compute_t<T>>{s.value};
 }
 template <int OutR, class Index, class Gen, int R, class D>
-auto make_reader(const GeneratorExpr<Gen, R, D>& g, const Shape<OutR>& out_shape) {
-  GeneratorReader<Gen, OutR, Index> reader{g.generator(), {}};
-  copy_strides<Index, OutR>(reader.strides, broadcast_strides(g.shape(), contiguous_strides(g.shape()), out_shape));
+auto make_reader(const GeneratorExpr<Gen, R, D>& g, const Shape<OutR>& out_shape, const Shape<OutR>& origin = {}) {
+  const auto strides = broadcast_strides(g.shape(), contiguous_strides(g.shape()), out_shape);
+  GeneratorReader<Gen, OutR, Index> reader{g.generator(), offset_of(origin, strides), {}};
+  copy_strides<Index, OutR>(reader.strides, strides);
   return reader;
 }
 
@@ -183,7 +196,9 @@ class ProgramBuilder<OutR, Index, TypeList<Xs...>, Root> {
  public:
   using program_type = Program<reader_t<Root>, own_t<Xs>...>;
 
-  explicit ProgramBuilder(const Shape<OutR>& shape) : shape_(shape) {}
+  /// `shape`: the whole index space; `origin`: where in it the program's own index space
+  /// (a box of it) starts.
+  ProgramBuilder(const Shape<OutR>& shape, const Shape<OutR>& origin) : shape_(shape), origin_(origin) {}
 
   template <class Materialize>
   program_type build(const Root& root, Materialize& materialize) {
@@ -254,7 +269,7 @@ class ProgramBuilder<OutR, Index, TypeList<Xs...>, Root> {
             node, std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(node.children())>>>{});
       }
     } else {
-      return make_reader<OutR, Index>(node, shape_);
+      return make_reader<OutR, Index>(node, shape_, origin_);
     }
   }
 
@@ -312,6 +327,7 @@ class ProgramBuilder<OutR, Index, TypeList<Xs...>, Root> {
   }
 
   Shape<OutR> shape_;
+  Shape<OutR> origin_;
   std::vector<Variant> variants_[bindings + 1];
 };
 
@@ -322,9 +338,12 @@ using program_t = typename ProgramBuilder<OutR, Index, shared_bindings_t<E>, E>:
 template <class E>
 inline constexpr bool has_bindings_v = !std::is_same_v<shared_bindings_t<E>, TypeList<>>;
 
+/// The program of `expr` read in the index space `shape`, or in the box of it that starts
+/// at `origin` (then `materialize` fills buffers of the box's elements).
 template <int OutR, class Index, class E, class Materialize>
-program_t<OutR, Index, E> make_program(const E& expr, const Shape<OutR>& shape, Materialize&& materialize) {
-  return ProgramBuilder<OutR, Index, shared_bindings_t<E>, E>(shape).build(expr, materialize);
+program_t<OutR, Index, E> make_program(const E& expr, const Shape<OutR>& shape, Materialize&& materialize,
+                                       const Shape<OutR>& origin = {}) {
+  return ProgramBuilder<OutR, Index, shared_bindings_t<E>, E>(shape, origin).build(expr, materialize);
 }
 
 }  // namespace et::detail

@@ -207,14 +207,15 @@ template <class Gen, int R, class Index>
 struct GeneratorReader {
   using value_type = compute_t<typename Gen::value_type>;
   Gen gen;
+  std::int64_t base;             // the generator's index at the first element read (a box's origin)
   Index strides[R > 0 ? R : 1];  // the generator's own row-major strides, broadcast
   template <class Ctx>
   ET_HD value_type linear(Index i, const Ctx&) const {
-    return static_cast<value_type>(gen(static_cast<std::int64_t>(i)));
+    return static_cast<value_type>(gen(base + static_cast<std::int64_t>(i)));
   }
   template <class Ctx>
   ET_HD value_type strided(Index, const Coord<R, Index>& c, const Ctx&) const {
-    return static_cast<value_type>(gen(static_cast<std::int64_t>(dot<R, Index>(c, strides))));
+    return static_cast<value_type>(gen(base + static_cast<std::int64_t>(dot<R, Index>(c, strides))));
   }
   template <int V>
   ET_HD NothingLoaded load(Index) const {
@@ -223,7 +224,7 @@ struct GeneratorReader {
   template <int V, class Ctx>
   ET_HD Vec<value_type, V> compute(NothingLoaded, Index i, const Ctx&) const {
     Vec<value_type, V> out;
-    for (int k = 0; k < V; ++k) out.v[k] = static_cast<value_type>(gen(static_cast<std::int64_t>(i) + k));
+    for (int k = 0; k < V; ++k) out.v[k] = static_cast<value_type>(gen(base + static_cast<std::int64_t>(i) + k));
     return out;
   }
   template <int V, class Ctx>
@@ -231,7 +232,7 @@ struct GeneratorReader {
     return compute<V>(NothingLoaded{}, i, ctx);
   }
   friend bool same_reader(const GeneratorReader& a, const GeneratorReader& b) {
-    return same_bytes(a.gen, b.gen) && same_bytes(a.strides, b.strides);
+    return same_bytes(a.gen, b.gen) && a.base == b.base && same_bytes(a.strides, b.strides);
   }
 };
 

@@ -125,7 +125,7 @@ struct matmul_needs_evaluation {
                 "et::sum(et::eval(et::matmul(a, b)))");
 };
 template <int OutR, class Index, class A, class B>
-ScalarReader<float> make_reader(const MatmulExpr<A, B>&, const Shape<OutR>&) {
+ScalarReader<float> make_reader(const MatmulExpr<A, B>&, const Shape<OutR>&, const Shape<OutR>& = {}) {
   [[maybe_unused]] matmul_needs_evaluation<A> report;
   return ScalarReader<float>{0.0f};
 }

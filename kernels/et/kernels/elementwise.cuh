@@ -1,10 +1,10 @@
-// Device code only: the fused elementwise kernels. An expression compiles into at most
-// three kernels, each inlining its program a few times: the linear kernel (V-wide body
-// plus a scalar tail, 64-bit indices; broadcast operands read wrapped), the 32-bit strided
+// Device code only: the fused elementwise kernels. An expression compiles into two
+// kernels, each inlining its program a few times: the linear kernel (V-wide body plus a
+// scalar tail, 64-bit indices; broadcast operands read wrapped) and the 32-bit strided
 // kernel (strided_unroll elements per thread; tiles through shared memory where an operand
-// is read transposed) and the 64-bit generic kernel (one element per thread, any layout), which
-// only non-linear layouts of 2^31 elements or more reach. Plus, for programs with shared subexpressions,
-// the kernel that materializes one binding. Included by
+// is read transposed), which takes any layout: offsets past 32 bits are evaluated in boxes
+// (backend/cuda/elementwise.hpp). Plus, for programs with shared subexpressions, the kernel
+// that materializes one binding, and an assignment's fused backward. Included by
 // include/et/backend/cuda/elementwise.hpp; compiled only by nvcc.
 #pragma once
 
@@ -161,21 +161,6 @@ __global__ void __launch_bounds__(256) elementwise_strided(Writer out, Reader in
 #pragma unroll
   for (int k = 0; k < U; ++k)
     if (inside[k]) out.strided(coords[k], values[k]);
-}
-
-/// Any layout, any index type, one element per thread and iteration: the path for arrays
-/// past 32-bit indices. Instantiated once per expression, so it stays a single inlined
-/// copy of the program (bandwidth on such sizes is dominated by the memory, not the issue
-/// rate of the index arithmetic).
-template <class Writer, class Reader, int R, class Index>
-__global__ void __launch_bounds__(256) elementwise_generic(Writer out, Reader in, detail::Coord<R, Index> extents,
-                                                           Index n) {
-  const Index stride = static_cast<Index>(gridDim.x) * static_cast<Index>(blockDim.x);
-  for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + static_cast<Index>(threadIdx.x);
-       i < n; i = next_index(i, stride, n)) {
-    const detail::Coord<R, Index> c = detail::unravel<R, Index>(i, extents);
-    out.strided(c, in.strided(i, c));
-  }
 }
 
 /// Stores binding `select` of a program for every output element, contiguously (see

@@ -94,21 +94,95 @@ inline bool fits_int32_launch(std::int64_t max_index) {
   return max_index + margin <= std::numeric_limits<std::int32_t>::max();
 }
 
-/// The program of `expr` read in the index space `shape` on call.device(). Occurrences of a
-/// shared subexpression that hold operands of their own are materialized first, on the
-/// same stream, into buffers kept in `buffers` until the caller's launches are queued.
+/// A box of an index space: the elements at origin + c, 0 <= c < extent on every axis.
+template <std::size_t R>
+struct Box {
+  std::array<std::int64_t, R> origin{};
+  std::array<std::int64_t, R> extent{};
+};
+template <std::size_t R>
+Box<R> whole(const std::array<std::int64_t, R>& shape) {
+  return {{}, shape};
+}
+
+/// The program of `expr` read in the box `box` of the index space `shape` on call.device().
+/// Occurrences of a shared subexpression that hold operands of their own are materialized
+/// first (over the box), on the same stream, into buffers kept in `buffers` until the
+/// caller's launches are queued.
 template <class Index, class E, std::size_t N, int R = static_cast<int>(N)>
-program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_t, N>& shape, const CudaCall& call,
-                                     std::vector<std::shared_ptr<void>>& buffers) {
+program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_t, N>& shape, const Box<N>& box,
+                                     const CudaCall& call, std::vector<std::shared_ptr<void>>& buffers) {
   auto materialize = [&](const auto& program, int binding) -> const void* {
-    const std::int64_t n = checked_numel(shape);
+    const std::int64_t n = checked_numel(box.extent);
     buffers.push_back(allocate_bytes(call.device(), program.binding_size(binding) * static_cast<std::size_t>(n)));
     launch<&kernels::materialize_binding<std::remove_cvref_t<decltype(program)>, R, Index>>(
-        call, grid_for(n), block_threads, 0, program, binding, buffers.back().get(), to_coord<Index>(shape),
+        call, grid_for(n), block_threads, 0, program, binding, buffers.back().get(), to_coord<Index>(box.extent),
         static_cast<Index>(n));
     return buffers.back().get();
   };
-  return make_program<R, Index>(expr, shape, materialize);
+  return make_program<R, Index>(expr, shape, materialize, box.origin);
+}
+
+/// The strides of the destination and of every operand broadcast to the index space (a
+/// functor: compiled once per leaf type, not per expression).
+template <std::size_t R>
+struct OperandStrides {
+  const std::array<std::int64_t, R>& shape;
+  std::vector<std::array<std::int64_t, R>> strides;
+  template <class T, int N, class D>
+  void operator()(const Tensor<T, N, D>& leaf) {
+    strides.push_back(broadcast_strides(leaf.shape(), leaf.strides(), shape));
+  }
+  template <class Gen, int N, class D>
+  void operator()(const GeneratorExpr<Gen, N, D>& leaf) {  // reads its generator at its own row-major index
+    strides.push_back(broadcast_strides(leaf.shape(), contiguous_strides(leaf.shape()), shape));
+  }
+};
+
+/// Splits `box` until every offset and index inside each part fits a 32-bit launch,
+/// halving the axis that reaches furthest (PyTorch's TensorIterator splits the same way
+/// for its 32-bit kernels).
+template <std::size_t R>
+void split_box(const Box<R>& box, const std::vector<std::array<std::int64_t, R>>& strides,
+               std::vector<Box<R>>& boxes) {
+  std::int64_t reach = checked_numel(box.extent);
+  std::array<std::int64_t, R> span{};
+  for (const auto& operand : strides) {
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d != R; ++d) {
+      offset += (box.extent[d] - 1) * operand[d];
+      span[d] = std::max(span[d], (box.extent[d] - 1) * std::max<std::int64_t>(operand[d], 1));
+    }
+    reach = std::max(reach, offset);
+  }
+  if (fits_int32_launch(reach)) {
+    boxes.push_back(box);
+    return;
+  }
+  const std::size_t axis = static_cast<std::size_t>(std::max_element(span.begin(), span.end()) - span.begin());
+  Box<R> first = box, second = box;
+  first.extent[axis] = box.extent[axis] / 2;
+  second.extent[axis] = box.extent[axis] - first.extent[axis];
+  second.origin[axis] += first.extent[axis];
+  split_box(first, strides, boxes);
+  split_box(second, strides, boxes);
+}
+
+/// The boxes the strided kernel evaluates dst = expr in: the whole index space when its
+/// offsets fit 32 bits, else boxes of it that each do. So no expression needs a kernel with
+/// 64-bit offsets of its own (its code would be compiled for every expression, for arrays
+/// that few programs have).
+template <class T, int R, class D, class E>
+std::vector<Box<R>> strided_boxes(const Tensor<T, R, D>& dst, const E& expr, std::int64_t max_index) {
+  std::vector<Box<R>> boxes;
+  if (fits_int32_launch(max_index)) {
+    boxes.push_back(whole(dst.shape()));
+  } else {
+    OperandStrides<R> operands{dst.shape(), {dst.strides()}};
+    for_each_leaf(expr, operands);
+    split_box(whole(dst.shape()), operands.strides, boxes);
+  }
+  return boxes;
 }
 
 /// The strided kernel's launch: tiles of the last two axes, with shared memory for the
@@ -168,26 +242,24 @@ void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr
     // 64-bit indices: no slower on large arrays (addresses are 64-bit anyway) and faster on
     // tiny ones (a CUDA graph of dependent launches on 1024 floats, H200: 0.92 us per
     // kernel against 0.98 with 32-bit indices, the rest of the kernel alike); and the same
-    // program type as the generic kernel's, one instantiation of its readers fewer.
+    // program type as the fused backward's readers (eval/tape.hpp).
     using Index = std::int64_t;
-    auto program = build_program<Index>(expr, dst.shape(), call, buffers);
+    auto program = build_program<Index>(expr, dst.shape(), whole(dst.shape()), call, buffers);
     auto writer = make_writer<Index>(dst);
     launch<&kernels::elementwise_linear<V, decltype(writer), decltype(program), Index>>(
         call, grid_for(linear_threads), block_threads, 0, writer, program, n, vectorized);
-  } else if (!fits_int32_launch(plan.max_index)) {
-    using Index = std::int64_t;
-    auto program = build_program<Index>(expr, dst.shape(), call, buffers);
-    auto writer = make_writer<Index>(dst);
-    launch<&kernels::elementwise_generic<decltype(writer), decltype(program), R, Index>>(
-        call, grid_for(n), block_threads, 0, writer, program, to_coord<Index>(dst.shape()), n);
   } else {
     using Index = std::int32_t;
-    auto program = build_program<Index>(expr, dst.shape(), call, buffers);
-    auto writer = make_writer<Index>(dst);
-    const StridedLaunch<Index> strided = plan_strided<Index>(program, dst.shape(), n);
-    launch<&kernels::elementwise_strided<decltype(writer), decltype(program), R, Index>>(
-        call, strided.blocks, block_threads, strided.shared_bytes, writer, program, to_coord<Index>(dst.shape()),
-        static_cast<Index>(n), strided.tiles);
+    for (const Box<R>& box : strided_boxes(dst, expr, plan.max_index)) {
+      auto program = build_program<Index>(expr, dst.shape(), box, call, buffers);
+      auto writer = make_writer<Index>(dst, box.origin);
+      const std::int64_t count = checked_numel(box.extent);
+      const StridedLaunch<Index> strided = plan_strided<Index>(program, box.extent, count);
+      launch<&kernels::elementwise_strided<decltype(writer), decltype(program), R, Index>>(
+          call, strided.blocks, block_threads, strided.shared_bytes, writer, program, to_coord<Index>(box.extent),
+          static_cast<Index>(count), strided.tiles);
+      buffers.clear();  // freed in stream order: the next box may reuse them
+    }
   }
 }
 

@@ -52,7 +52,7 @@ void reduce_into(Backend<Device>, Op, const E& expr, Out* out) {
     using Index = decltype(index_tag);
     const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, true);
     std::vector<std::shared_ptr<void>> buffers;
-    auto reader = build_program<Index>(expr, shape, call, buffers);  // not const: see elementwise.hpp
+    auto reader = build_program<Index>(expr, shape, whole(shape), call, buffers);  // not const: see elementwise.hpp
     constexpr auto blocks_stage = &kernels::reduce_all_blocks<Op, reduce_threads, V, decltype(reader), R, Index, Out>;
     // Where one block reads it all in one round (four vectors a thread, or the V elements a
     // thread that stage 1 would take anyway), that block finishes the reduction too: one
@@ -87,7 +87,7 @@ void reduce_axis_into(Backend<Device>, Op, const E& expr, const AxisProblem& pro
   with_index_type(fits_int32(plan.max_index), [&](auto index_tag) {
     using Index = decltype(index_tag);
     std::vector<std::shared_ptr<void>> buffers;
-    auto reader = build_program<Index>(expr, shape, call, buffers);  // not const: see elementwise.hpp
+    auto reader = build_program<Index>(expr, shape, whole(shape), call, buffers);  // not const: see elementwise.hpp
     const auto extents = to_coord<Index>(shape);
     if (problem.inner == 1) {
       const kernels::ReadMode mode = choose_read_mode<Index>(expr, plan, problem.length % V == 0);
