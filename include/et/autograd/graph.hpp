@@ -153,7 +153,7 @@ std::shared_ptr<Node> edge_of(const Tensor<T, R, D>& t) {
   if (!meta->requires_grad) return nullptr;
   std::lock_guard lock(leaf_mutex());
   if (auto existing = meta->accumulator.lock()) return existing;
-  auto created = std::make_shared<AccumulateGrad<T, R, D>>(meta);
+  auto created = new_node<AccumulateGrad<T, R, D>>(meta);
   meta->accumulator = created;
   return created;
 }
@@ -301,7 +301,7 @@ template <class Out, class F, class... Inputs, class... Saved>
 std::shared_ptr<Node> make_op_node(const char* name, const std::tuple<const Inputs&...>& inputs, F backward,
                                    const Saved&... saved) {
   using Node = OpBackward<Out, std::tuple<Inputs...>, std::tuple<Saved...>, F>;
-  return std::make_shared<Node>(name, inputs, std::move(backward), saved...);
+  return new_node<Node>(name, inputs, std::move(backward), saved...);
 }
 
 /// Attaches to `out` the node of operation `name` on `inputs` (std::tie of them):

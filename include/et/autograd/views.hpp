@@ -55,7 +55,7 @@ struct ConstantBackward final : GradSink<T, R, D> {
 
 template <class T, int R, class D>
 void record_constant_write(Tensor<T, R, D>& dst) {
-  attach(dst, std::make_shared<ConstantBackward<T, R, D>>());
+  attach(dst, new_node<ConstantBackward<T, R, D>>());
 }
 
 /// The root's history after a write into one of its views: next[0] is the root's history
@@ -122,7 +122,7 @@ class ViewLinkOf final : public ViewLink {
     if constexpr (D::is_cuda) throw_cuda_view_needs_nvcc(name_);
     else
 #endif
-      return std::make_shared<ViewBackward<Out, In, Back>>(parent_, back_, name_, true);
+      return new_node<ViewBackward<Out, In, Back>>(parent_, back_, name_, true);
   }
 
   void check_parent_as_root() const override {
@@ -144,7 +144,7 @@ class ViewLinkOf final : public ViewLink {
 #endif
     {
       In root = parent_;  // shares the root's autograd state
-      attach(root, std::make_shared<CopySlices<T, In::rank, D>>(root, std::move(region), std::move(write)));
+      attach(root, new_node<CopySlices<T, In::rank, D>>(root, std::move(region), std::move(write)));
     }
   }
 
@@ -167,7 +167,7 @@ void record_view(Out& out, const In& in, const Back& back, const char* name) {
   if constexpr (is_floating_v<T>) {
     if (!grad_enabled()) return;
     if (shares) {
-      auto link = std::make_shared<ViewLinkOf<Out, In, Back>>(in, back, name);
+      auto link = new_shared<ViewLink, ViewLinkOf<Out, In, Back>>(in, back, name);
       link->seen = meta->version->value.load(std::memory_order_relaxed);
       if (meta_needs_grad(meta)) attach(out, link->make_node());
       out.meta().view = std::move(link);
@@ -178,7 +178,7 @@ void record_view(Out& out, const In& in, const Back& back, const char* name) {
     if constexpr (D::is_cuda || Out::device_type::is_cuda) throw_cuda_view_needs_nvcc(name);
     else
 #endif
-      attach(out, std::make_shared<ViewBackward<Out, In, Back>>(in, back, name, false));
+      attach(out, new_node<ViewBackward<Out, In, Back>>(in, back, name, false));
   }
 }
 
@@ -212,7 +212,7 @@ void finish_view_write(Tensor<T, R, D>& dst, const Tensor<T, R, D>& target) {
     if (zero) evaluate(elements, ScalarExpr<T>(T(0)));
   };
   link->record_root_write(region, write);
-  if (!write) write = std::make_shared<ConstantBackward<T, R, D>>();
+  if (!write) write = new_node<ConstantBackward<T, R, D>>();
   attach(dst, std::move(write));
   link->seen = meta->version->value.load(std::memory_order_relaxed);
 }

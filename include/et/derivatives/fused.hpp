@@ -240,7 +240,7 @@ void assign_recorded(Tensor<T, Rank, D>& dst, const E& expr) {
   } else {
     using Node = FusedBackward<Tensor<T, Rank, D>, E, Rank, PassSeed>;
     const Shape<Rank> shape = assigned_shape(dst, expr);
-    auto node = std::make_shared<Node>(expr, shape, PassSeed{}, "an assignment", -1, dst.defined() ? &dst : nullptr);
+    auto node = new_node<Node>(expr, shape, PassSeed{}, "an assignment", -1, dst.defined() ? &dst : nullptr);
     evaluate(dst, expr);
     attach(dst, std::move(node));
   }

@@ -165,8 +165,7 @@ void record_reduction(Tensor<T, RO, D>& out, const E& expr, int axis, const char
     constexpr bool extreme = Kind == ReductionKind::max || Kind == ReductionKind::min;
     if (Kind == ReductionKind::prod || Kind == ReductionKind::norm || (extreme && axis < 0))
       policy.result_version = SavedVersion::of(out);
-    auto node = std::make_shared<Node>(expr, expr.shape(), std::move(policy), name, axis);
-    attach(out, std::move(node));
+    attach(out, new_node<Node>(expr, expr.shape(), std::move(policy), name, axis));
   }
 }
 
