@@ -85,6 +85,55 @@ void check_linear() {
       grad_input<2>({3, 4}, 1), grad_input<2>({2, 4}, 2), grad_input<1>({2}, 3));
 }
 
+/// Embedding: rows of the table at the indices (exactly), PyTorch's N(0, 1) initialization
+/// (the same values on every device), the gradient against central differences (repeated
+/// indices add up), bad sizes and indices.
+template <class D>
+void check_embedding() {
+  et::nn::Embedding<double, D> emb(D{}, 11, 5, 4);
+  CHECK(emb.parameters().size() == 1);
+  CHECK(tensor_names(emb) == std::vector<std::string>{"weight"});
+  CHECK(emb.weight.shape() == et::Shape<2>{11, 5});
+  CHECK(emb.weight.requires_grad());
+  const auto table = emb.weight.to_vector();
+  const std::vector<std::int64_t> tokens = {3, 0, 10, 3, 7, 7};
+  auto rows_of = [&](const std::vector<std::int64_t>& at) {
+    std::vector<double> rows;
+    for (const std::int64_t t : at) rows.insert(rows.end(), table.begin() + t * 5, table.begin() + (t + 1) * 5);
+    return rows;
+  };
+  const auto out = emb(et::from_vector(D{}, tokens, {2, 3}));
+  CHECK(out.shape() == et::Shape<3>{2, 3, 5});
+  CHECK(out.to_vector() == rows_of(tokens));
+  CHECK(emb(et::from_vector(D{}, std::vector<std::int64_t>{10}, {1})).to_vector() == rows_of({10}));
+  CHECK(emb(et::zeros<std::int64_t>(D{}, {0, 4})).shape() == et::Shape<3>{0, 4, 5});
+  // N(0, 1): 64k values, mean and standard deviation within 5 of their standard errors.
+  et::nn::Embedding<float, D> big(D{}, 1000, 64, 9);
+  const auto values = big.weight.to_vector();
+  double sum = 0, squares = 0;
+  for (const float v : values) sum += v, squares += double(v) * v;
+  const double n = double(values.size()), mean = sum / n;
+  CHECK(std::abs(mean) < 5 / std::sqrt(n));
+  CHECK(std::abs(std::sqrt(squares / n - mean * mean) - 1) < 5 / std::sqrt(2 * n));
+  CHECK(values == et::nn::Embedding<float, et::Cpu>(et::cpu, 1000, 64, 9).weight.to_vector());
+  CHECK(values != et::nn::Embedding<float, D>(D{}, 1000, 64, 10).weight.to_vector());
+  // Bad sizes and indices; not constructed.
+  CHECK_THROWS_AS((et::nn::Embedding<float, D>(D{}, 0, 4)), et::ShapeError);
+  CHECK_THROWS_AS((et::nn::Embedding<float, D>(D{}, 4, 0)), et::ShapeError);
+  CHECK_THROWS_AS(emb(et::from_vector(D{}, std::vector<std::int64_t>{11}, {1})), et::Error);
+  CHECK_THROWS_AS(emb(et::from_vector(D{}, std::vector<std::int64_t>{-1}, {1})), et::Error);
+  CHECK_THROWS_AS((et::nn::Embedding<float, D>{}(et::zeros<std::int64_t>(D{}, {2}))), et::Error);
+  const auto repeated = et::from_vector(D{}, tokens, {3, 2});
+  gradcheck<D>(
+      "Embedding",
+      [&](const auto& w) {
+        et::nn::Embedding<double, D> e;
+        e.weight = w;
+        return e(repeated);
+      },
+      grad_input<2>({11, 5}, 1));
+}
+
 template <class D>
 void check_module_semantics() {
   TinyMlp<float, D> m(D{}, 3);

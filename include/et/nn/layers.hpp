@@ -93,6 +93,34 @@ class Linear : public Module<Linear<T, D>> {
   }
 };
 
+/// A table of `num_embeddings` vectors of `dim` elements (PyTorch's nn.Embedding): weight
+/// [num_embeddings, dim] from N(0, 1), as PyTorch initializes it. Called with int64 indices
+/// of any shape S, each in [0, num_embeddings), it returns their rows, shape S + [dim]
+/// (et::embedding: an index out of range is an et::Error; the weight's gradient adds up
+/// over repeated indices).
+template <class T, class D>
+class Embedding : public Module<Embedding<T, D>> {
+ public:
+  Tensor<T, 2, D> weight;
+
+  Embedding() = default;
+  Embedding(D dev, std::int64_t num_embeddings, std::int64_t dim, std::uint64_t seed = 0) {
+    detail::require_positive("Embedding", "num_embeddings", num_embeddings);
+    detail::require_positive("Embedding", "dim", dim);
+    weight = empty<T>(dev, Shape<2>{num_embeddings, dim});
+    init::detail::fill_normal(weight, detail::derive_seed(seed, 0), 1.0);
+    weight.requires_grad_(true);
+  }
+
+  auto members() { return et::nn::members("weight", weight); }
+
+  template <int R, class DI>
+  Tensor<T, R + 1, D> forward(const Tensor<std::int64_t, R, DI>& indices) {
+    if (!weight.defined()) throw Error("et: Embedding: called before it was constructed with its sizes");
+    return et::embedding(weight, indices);  // its device check: et: operands on ... cannot meet
+  }
+};
+
 /// 2-D convolution with PyTorch's Conv2d parameters: weight [out, in/groups, k, k] (with
 /// Layout::nhwc [out, k, k, in/groups]), bias [out]; `options` as et::conv2d's.
 template <class T, class D>
