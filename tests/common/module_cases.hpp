@@ -134,6 +134,41 @@ void check_embedding() {
       grad_input<2>({11, 5}, 1));
 }
 
+/// AdaptiveAvgPool2d against PyTorch's window rule in double precision: sizes that tile
+/// the plane (avg_pool2d), that do not (windows of two sizes, overlapping), outputs larger
+/// than the input; gradients against central differences on both paths.
+template <class D>
+void check_adaptive_avg_pool() {
+  using Sizes = std::array<std::int64_t, 4>;  // H, W, OH, OW
+  for (const auto [h, w, oh, ow] : {Sizes{7, 7, 1, 1}, Sizes{8, 6, 4, 3}, Sizes{5, 7, 3, 2}, Sizes{10, 1, 4, 1},
+                                    Sizes{3, 3, 5, 5}, Sizes{1, 9, 1, 4}}) {
+    for (const std::int64_t n : {2, 0}) {
+      CAPTURE(h, w, oh, ow, n);
+      const std::int64_t c = 3;
+      const auto xs = random_values<double>(static_cast<std::size_t>(n * c * h * w), 7);
+      const auto y = et::nn::AdaptiveAvgPool2d({oh, ow})(et::from_vector(D{}, xs, {n, c, h, w}));
+      REQUIRE(y.shape() == et::Shape<4>{n, c, oh, ow});
+      std::vector<double> expected;
+      for (std::int64_t p = 0; p < n * c; ++p)
+        for (std::int64_t i = 0; i < oh; ++i)
+          for (std::int64_t j = 0; j < ow; ++j) {
+            const std::int64_t r0 = i * h / oh, r1 = ((i + 1) * h + oh - 1) / oh;
+            const std::int64_t c0 = j * w / ow, c1 = ((j + 1) * w + ow - 1) / ow;
+            double sum = 0;
+            for (std::int64_t r = r0; r < r1; ++r)
+              for (std::int64_t q = c0; q < c1; ++q) sum += xs[static_cast<std::size_t>((p * h + r) * w + q)];
+            expected.push_back(sum / double((r1 - r0) * (c1 - c0)));
+          }
+      check_all_close(y.to_vector(), expected, 1e-12);
+    }
+  }
+  for (const auto size : {std::array<std::int64_t, 2>{2, 2}, std::array<std::int64_t, 2>{3, 2}})
+    gradcheck<D>("AdaptiveAvgPool2d", [&](const auto& x) { return et::nn::AdaptiveAvgPool2d(size)(x); },
+                 grad_input<4>({2, 2, 4, 5}, 3));
+  CHECK_THROWS_AS(et::nn::AdaptiveAvgPool2d({0, 1}), et::ShapeError);
+  CHECK_THROWS_AS(et::nn::AdaptiveAvgPool2d({1, 1})(et::zeros<float>(D{}, {1, 2, 0, 3})), et::ShapeError);
+}
+
 template <class D>
 void check_module_semantics() {
   TinyMlp<float, D> m(D{}, 3);

@@ -1,6 +1,7 @@
 // The modules without parameters, and Sequential:
 //
 //   et::nn::ReLU  Sigmoid  Tanh  GELU  Dropout(p, seed)  Flatten  MaxPool2d(k, stride)  AvgPool2d(k, stride)
+//   et::nn::AdaptiveAvgPool2d({1, 1})   (global average pooling; any output size)
 //   et::nn::Sequential seq(et::nn::Linear<float, D>(dev, 64, 32, 1), et::nn::ReLU{}, ...);   seq(x)
 //
 // Each takes a tensor of any element type and device and returns one tensor (one kernel for
@@ -9,6 +10,7 @@
 // same elements.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -100,6 +102,53 @@ struct Pool2d : Module<Pool2d<Max>> {
 };
 using MaxPool2d = Pool2d<true>;
 using AvgPool2d = Pool2d<false>;
+
+namespace detail {
+/// The matrix [out, in] that averages PyTorch's adaptive windows along one axis: row i is
+/// 1 / (end - start) over columns [start, end), start = floor(i * in / out) and
+/// end = ceil((i + 1) * in / out). A generator: made on the device, no copy from the host.
+template <class T>
+struct AdaptiveWindows {
+  using value_type = T;
+  std::int64_t in, out;
+  ET_HD T operator()(std::int64_t k) const {
+    const std::int64_t i = k / in, j = k % in, start = i * in / out, end = ((i + 1) * in + out - 1) / out;
+    return j >= start && j < end ? T(1.0 / double(end - start)) : T(0.0);
+  }
+};
+}  // namespace detail
+
+/// PyTorch's AdaptiveAvgPool2d on [N, C, H, W] tensors: output element (i, j) of each plane
+/// averages rows [floor(i H / OH), ceil((i + 1) H / OH)) and columns likewise. Where OH
+/// divides H and OW divides W (global pooling, {1, 1}, among them) the windows tile the
+/// plane: avg_pool2d with kernel and stride {H / OH, W / OW}. Otherwise they differ in size
+/// or overlap, and each plane is A_h X A_w^T with the averaging matrices
+/// (detail::AdaptiveWindows): two matrix products. Differentiable either way.
+struct AdaptiveAvgPool2d : Module<AdaptiveAvgPool2d> {
+  std::array<std::int64_t, 2> output_size{1, 1};
+  AdaptiveAvgPool2d() = default;
+  explicit AdaptiveAvgPool2d(const std::array<std::int64_t, 2>& size) : output_size(size) {
+    detail::require_positive("AdaptiveAvgPool2d", "output height", size[0]);
+    detail::require_positive("AdaptiveAvgPool2d", "output width", size[1]);
+  }
+  auto members() { return std::tuple<>{}; }
+  template <class T, class D>
+  Tensor<T, 4, D> forward(const Tensor<T, 4, D>& x) {
+    static_assert(et::detail::is_floating_v<T>, "et: AdaptiveAvgPool2d takes floating-point tensors");
+    const std::int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+    const auto [oh, ow] = output_size;
+    if (h == 0 || w == 0)
+      throw ShapeError("et: AdaptiveAvgPool2d: the input " + format_shape(x.shape()) +
+                       " has no elements to average in its planes (H and W must be >= 1)");
+    if (h % oh == 0 && w % ow == 0) return avg_pool2d(x, Pool2dOptions{.kernel = {h / oh, w / ow}});
+    const auto rows = et::detail::generate<T, 2, D>(Shape<2>{oh, h}, detail::AdaptiveWindows<T>{h, oh});
+    const auto cols = et::detail::generate<T, 2, D>(Shape<2>{ow, w}, detail::AdaptiveWindows<T>{w, ow});
+    const Tensor<T, 2, D> across = matmul(x.reshape(Shape<2>{n * c * h, w}), cols.transpose(0, 1));
+    const Tensor<T, 3, D> pooled =
+        matmul(rows.expand(Shape<3>{n * c, oh, h}), across.reshape(Shape<3>{n * c, h, ow}));
+    return pooled.reshape(Shape<4>{n, c, oh, ow});
+  }
+};
 
 /// Modules applied in order: seq(x) = mN(...m2(m1(x))). Its members are named "0", "1", ...
 /// (PyTorch's names, so saved weights line up). seq.get<I>() is the I-th module.
