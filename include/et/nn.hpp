@@ -8,6 +8,7 @@
 #include "et/device_mismatch.hpp"
 #include "et/et.hpp"
 #include "et/nn/activations.hpp"
+#include "et/nn/clip.hpp"
 #include "et/nn/init.hpp"
 #include "et/nn/layers.hpp"
 #include "et/nn/module.hpp"

@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -225,6 +226,76 @@ void check_overlapped_steps() {
   et::sum(w * 3.0f).backward();  // the optimizer is gone: its hook is dropped
   CHECK(w.grad().to_vector() == std::vector<float>{3.0f, 3.0f});
   CHECK(w.detach().to_vector() == std::vector<float>{0.0f, 0.0f});
+}
+
+/// Parameters with gradients c_k (from L_k = sum(c_k * w_k), one backward each), for
+/// nn::clip_grad_norm_: `sizes` elements each; a size of -1 is a parameter without a gradient.
+template <class T, class D>
+struct ClipSetup {
+  std::vector<et::Tensor<T, 1, D>> weights;
+  std::vector<std::vector<double>> grads;  // empty for the one without a gradient
+  ClipSetup(const std::vector<std::int64_t>& sizes, std::uint64_t seed) {
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      auto w = et::zeros<T>(D{}, {std::max<std::int64_t>(sizes[k], 1)});
+      w.requires_grad_(true);
+      weights.push_back(w);
+      grads.emplace_back();
+      if (sizes[k] < 0) continue;
+      const auto c = random_values<T>(static_cast<std::size_t>(sizes[k]), seed + k, -2.0, 2.0);
+      grads.back().assign(c.begin(), c.end());
+      et::sum(w * et::from_vector(D{}, c, {sizes[k]})).backward();
+    }
+  }
+  std::vector<et::optim::Parameter<T, D>> parameters() const { return {weights.begin(), weights.end()}; }
+  double norm(double p) const {
+    double total = 0;
+    for (const auto& g : grads)
+      for (const double x : g) total = std::isinf(p) ? std::max(total, std::abs(x)) : total + std::pow(std::abs(x), p);
+    return std::isinf(p) ? total : std::pow(total, 1 / p);
+  }
+};
+
+/// nn::clip_grad_norm_ against the norm of all the gradients together, in double precision:
+/// p = 2, 1, 3 and infinity, clipping and not; gradients spanning several blocks, a
+/// parameter without a gradient, more parameters than one launch takes; NaN; bad arguments.
+template <class D>
+void check_clip_grad_norm() {
+  const std::vector<std::int64_t> sizes = {5, 10000, -1, 1, 4097};
+  for (const double p : {2.0, 1.0, 3.0, double(INFINITY)}) {
+    for (const double max_norm : {1e9, 0.5}) {
+      CAPTURE(p, max_norm);
+      const ClipSetup<double, D> setup(sizes, 3);
+      const double expected = setup.norm(p);
+      const double norm = et::nn::clip_grad_norm_(setup.parameters(), max_norm, p);
+      CHECK(norm == Approx(expected).epsilon(1e-12));
+      const double factor = std::min(1.0, max_norm / (expected + 1e-6));
+      for (std::size_t k = 0; k < sizes.size(); ++k) {
+        CAPTURE(k);
+        if (setup.grads[k].empty()) {
+          CHECK(!setup.weights[k].grad().defined());
+          continue;
+        }
+        std::vector<double> clipped = setup.grads[k];
+        for (double& g : clipped) g *= factor;
+        check_all_close(setup.weights[k].grad().to_vector(), clipped, 1e-12);
+      }
+    }
+  }
+  // float gradients, 300 parameters: two launches of the norm, in order.
+  const ClipSetup<float, D> many(std::vector<std::int64_t>(300, 33), 11);
+  const auto norm = et::nn::clip_grad_norm_(many.parameters(), 1.0);
+  CHECK(double(norm) == Approx(many.norm(2)).epsilon(1e-6));
+  const double factor = 1.0 / (many.norm(2) + 1e-6);
+  CHECK(double(many.weights[299].grad().to_vector()[32]) == Approx(many.grads[299][32] * factor).epsilon(1e-6));
+  // No gradients: norm 0, nothing changes. A NaN gradient: NaN norm and gradients, as PyTorch.
+  const ClipSetup<double, D> none({-1, -1}, 1);
+  CHECK(double(et::nn::clip_grad_norm_(none.parameters(), 1.0)) == 0.0);
+  ClipSetup<double, D> nan({3, 2}, 5);
+  nan.weights[1].grad().detach() += NAN;
+  CHECK(std::isnan(double(et::nn::clip_grad_norm_(nan.parameters(), 1.0))));
+  CHECK(std::isnan(nan.weights[0].grad().to_vector()[0]));
+  CHECK_THROWS_AS(et::nn::clip_grad_norm_(nan.parameters(), -1.0), et::Error);
+  CHECK_THROWS_AS(et::nn::clip_grad_norm_(nan.parameters(), 1.0, 0.0), et::Error);
 }
 
 }  // namespace test

@@ -11,6 +11,34 @@
 using Gpu = et::Cuda<0>;
 
 TEST_CASE("GPU: optimizers follow PyTorch's update rules", "[optim]") { test::check_optimizers<Gpu>(); }
+TEST_CASE("GPU: clip_grad_norm_: the norm of every gradient, then scaled", "[optim][clip]") {
+  test::check_clip_grad_norm<Gpu>();
+}
+
+TEST_CASE("GPU: clip_grad_norm_ captured in a CUDA graph reads the gradients at each replay", "[optim][clip][graphs]") {
+  const auto s = et::Stream<Gpu>::create();
+  test::ClipSetup<float, Gpu> setup({5000, 7}, 4);
+  const auto params = setup.parameters();
+  std::vector<et::Tensor<float, 1, Gpu>> originals;
+  for (const auto& p : params) originals.push_back(et::Tensor<float, 1, Gpu>(p.grad() * 1.0f));
+  et::Tensor<double, 0, Gpu> norm;
+  auto clip = [&] { norm = et::nn::clip_grad_norm_(params, 1.0).tensor(); };
+  {
+    et::StreamGuard guard(s);
+    clip();  // warm-up, eager
+  }
+  const auto graph = et::capture(s, clip);  // fails if clip_grad_norm_ waited for the device
+  for (const float scale : {1.0f, 2.0f}) {
+    CAPTURE(scale);
+    for (std::size_t k = 0; k < params.size(); ++k) params[k].grad().copy_(originals[k] * scale);
+    graph.replay();
+    s.synchronize();
+    const double expected = scale * setup.norm(2);
+    CHECK(norm.item() == Approx(expected).epsilon(1e-6));
+    CHECK(double(params[0].grad().to_vector()[4999]) ==
+          Approx(scale * setup.grads[0][4999] / (expected + 1e-6)).epsilon(1e-5));
+  }
+}
 TEST_CASE("GPU: updates overlapped with the backward equal step() after it", "[optim][streams]") {
   test::check_overlapped_steps<Gpu>();
 }

@@ -5,6 +5,7 @@
 // elements [(b - block_start[k]) * chunk, ... + chunk) of it.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "et/config.hpp"
@@ -43,6 +44,24 @@ struct TensorList {
       else hi = mid - 1;
     }
     return lo;
+  }
+};
+
+/// What a multi-tensor norm adds up per element (nn::clip_grad_norm_): |x|^p summed in
+/// double, or, for the infinity norm, the largest |x| (a NaN anywhere gives NaN, as
+/// PyTorch's norms do). `finish` turns the total into the norm.
+struct NormKind {
+  double p = 2;
+  bool largest = false;  // the infinity norm
+  ET_HD double term(double x) const {
+    return largest || p == 1 ? ::fabs(x) : p == 2 ? x * x : ::pow(::fabs(x), p);
+  }
+  ET_HD double combine(double a, double b) const {
+    if (!largest) return a + b;
+    return a != a || a > b ? a : b;  // NaN wins
+  }
+  ET_HD double finish(double total) const {
+    return largest || p == 1 ? total : p == 2 ? ::sqrt(total) : ::pow(total, 1 / p);
   }
 };
 

@@ -40,24 +40,31 @@ namespace detail {
 
 using et::detail::TensorList;
 
-/// Runs `update` over the arrays that `arrays_of(k, pointers)` gives parameter k (false:
-/// skip it), in lists of TensorList::capacity: one launch each.
-template <int K, class T, class D, class Arrays, class Update>
-void apply_all(const std::vector<Parameter<T, D>>& params, Arrays arrays_of, const Update& update) {
+/// Calls run(list, last) on the arrays that `arrays_of(k, pointers)` gives parameter k
+/// (false: skip it), in lists of TensorList::capacity; `last`: no list follows. The last
+/// list is empty only when no parameter gave arrays.
+template <int K, class T, class D, class Arrays, class Run>
+void for_each_list(const std::vector<Parameter<T, D>>& params, Arrays arrays_of, Run run) {
   TensorList<T, K> list;
-  auto flush = [&] {
-    run_multi_tensor(et::detail::backend<D>, list, update);  // found by argument-dependent lookup
-    list.count = 0;
-  };
   for (std::size_t k = 0; k != params.size(); ++k) {
     T* pointers[K];
     if (params[k].numel() == 0 || !arrays_of(k, pointers)) continue;
     if (!list.add(pointers, params[k].numel())) {
-      flush();
+      run(list, false);
+      list.count = 0;
       list.add(pointers, params[k].numel());
     }
   }
-  flush();
+  run(list, true);
+}
+
+/// Runs `update` over the arrays that `arrays_of(k, pointers)` gives parameter k (false:
+/// skip it), in lists of TensorList::capacity: one launch each.
+template <int K, class T, class D, class Arrays, class Update>
+void apply_all(const std::vector<Parameter<T, D>>& params, Arrays arrays_of, const Update& update) {
+  for_each_list<K>(params, arrays_of, [&](const TensorList<T, K>& list, bool) {
+    run_multi_tensor(et::detail::backend<D>, list, update);  // found by argument-dependent lookup
+  });
 }
 
 template <class T>
