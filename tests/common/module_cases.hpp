@@ -169,6 +169,34 @@ void check_adaptive_avg_pool() {
   CHECK_THROWS_AS(et::nn::AdaptiveAvgPool2d({1, 1})(et::zeros<float>(D{}, {1, 2, 0, 3})), et::ShapeError);
 }
 
+/// ModuleList: members "0", "1", ... (PyTorch's names), parameters in order, to() copies
+/// as many modules as there are, train/eval reach them.
+template <class D>
+void check_module_list() {
+  et::nn::ModuleList<TinyMlp<float, D>> list;
+  for (std::uint64_t k = 0; k < 3; ++k) list.push_back(TinyMlp<float, D>(D{}, 10 + k));
+  CHECK(list.size() == 3);
+  CHECK(tensor_names(list) == std::vector<std::string>{"0.fc1.weight", "0.fc1.bias", "0.fc2.weight", "0.fc2.bias",
+                                                       "1.fc1.weight", "1.fc1.bias", "1.fc2.weight", "1.fc2.bias",
+                                                       "2.fc1.weight", "2.fc1.bias", "2.fc2.weight", "2.fc2.bias"});
+  const auto params = list.parameters();
+  REQUIRE(params.size() == 12);
+  CHECK(params[8].data().to_vector() == list[2].fc1.weight.view(et::Shape<1>{32}).to_vector());
+  list.eval();
+  CHECK((!list[1].is_training() && !list[1].drop.is_training()));
+  auto copy = list.to(et::cpu);
+  static_assert(std::is_same_v<decltype(copy), et::nn::ModuleList<TinyMlp<float, et::Cpu>>>);
+  REQUIRE(copy.size() == 3);
+  CHECK(copy[2].fc2.bias.to_vector() == list[2].fc2.bias.to_vector());
+  CHECK((!copy.is_training() && !copy[0].is_training()));
+  const auto x = et::randn<float>(D{}, {5, 4}, 1);
+  auto sum = et::zeros<float>(D{}, {5, 3});
+  for (auto& m : list) sum = sum + m(x);  // eval mode: no dropout
+  const et::Tensor<float, 2, D> expected = list[0](x) + list[1](x) + list[2](x);
+  CHECK(sum.to_vector() == expected.to_vector());
+  CHECK(et::nn::ModuleList<TinyMlp<float, D>>{}.parameters().empty());
+}
+
 template <class D>
 void check_module_semantics() {
   TinyMlp<float, D> m(D{}, 3);

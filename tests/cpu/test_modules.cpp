@@ -24,6 +24,7 @@ TEST_CASE("modules: members, parameters, to, train/eval, Sequential (CPU)", "[nn
 TEST_CASE("modules: Dropout (CPU)", "[nn][modules]") { test::check_dropout<et::Cpu>(); }
 TEST_CASE("modules: Embedding (CPU)", "[nn][modules]") { test::check_embedding<et::Cpu>(); }
 TEST_CASE("modules: AdaptiveAvgPool2d (CPU)", "[nn][modules]") { test::check_adaptive_avg_pool<et::Cpu>(); }
+TEST_CASE("modules: ModuleList (CPU)", "[nn][modules]") { test::check_module_list<et::Cpu>(); }
 TEST_CASE("modules: BatchNorm2d (CPU)", "[nn][modules]") { test::check_batch_norm<et::Cpu>(); }
 TEST_CASE("modules: Conv2d, pooling, Flatten (CPU)", "[nn][modules]") { test::check_conv_pool_flatten<et::Cpu>(); }
 TEST_CASE("modules: a Sequential model trains (CPU)", "[nn][modules]") { test::check_module_training<et::Cpu>(); }

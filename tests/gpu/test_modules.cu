@@ -24,6 +24,7 @@ TEST_CASE("GPU: modules: members, parameters, to, train/eval, Sequential", "[nn]
 TEST_CASE("GPU: modules: Dropout drops the CPU's elements", "[nn][modules]") { test::check_dropout<Gpu>(); }
 TEST_CASE("GPU: modules: Embedding (the CPU's initial values)", "[nn][modules]") { test::check_embedding<Gpu>(); }
 TEST_CASE("GPU: modules: AdaptiveAvgPool2d", "[nn][modules]") { test::check_adaptive_avg_pool<Gpu>(); }
+TEST_CASE("GPU: modules: ModuleList", "[nn][modules]") { test::check_module_list<Gpu>(); }
 TEST_CASE("GPU: modules: BatchNorm2d", "[nn][modules]") { test::check_batch_norm<Gpu>(); }
 TEST_CASE("GPU: modules: Conv2d, pooling, Flatten", "[nn][modules]") { test::check_conv_pool_flatten<Gpu>(); }
 TEST_CASE("GPU: nn::init: Xavier and Kaiming fills (the CPU's values), gains, fans", "[nn][init]") { test::check_init<Gpu>(); }

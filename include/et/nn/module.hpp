@@ -72,10 +72,22 @@ auto members_of(const M& m) {
   return const_cast<M&>(m).members();
 }
 
+/// members() as a std::vector of one member type: a list whose length the program decides
+/// (ModuleList); any other members() is a tuple, fixed by the type.
+template <class X>
+inline constexpr bool is_member_vector_v = false;
+template <class X>
+inline constexpr bool is_member_vector_v<std::vector<Member<X>>> = true;
+
 /// f(name, member) for each member.
 template <class M, class F>
 void for_each_member(const M& m, F&& f) {
-  std::apply([&](auto&&... entry) { (f(entry.name, entry.value), ...); }, members_of(m));
+  auto list = members_of(m);
+  if constexpr (is_member_vector_v<decltype(list)>) {
+    for (auto& entry : list) f(entry.name, entry.value);
+  } else {
+    std::apply([&](auto&&... entry) { (f(entry.name, entry.value), ...); }, list);
+  }
 }
 
 /// The type with every device among its template arguments replaced by To, recursively
@@ -112,6 +124,10 @@ struct first_tensor_in;
 template <class... X>
 struct first_tensor_in<std::tuple<Member<X>...>> {
   using type = typename first_non_void<typename first_tensor<X>::type...>::type;
+};
+template <class X>
+struct first_tensor_in<std::vector<Member<X>>> {
+  using type = typename first_tensor<X>::type;
 };
 template <class X>
 struct first_tensor {
@@ -221,6 +237,8 @@ class Module {
 
   template <class Src, class Dst, class To>
   static void copy_module(const Src& src, Dst& dst, To dev);
+  template <class Src, class Dst, class To>
+  static void copy_members(const Src& src, Dst& dst, To dev);
 
   bool training_ = true;
 };
@@ -253,6 +271,19 @@ Tensor<T, R, To> copy_tensor_to(const Tensor<T, R, D>& t, To dev) {
 template <class Derived>
 template <class Src, class Dst, class To>
 void Module<Derived>::copy_module(const Src& src, Dst& dst, To dev) {
+  if constexpr (detail::is_member_vector_v<decltype(detail::members_of(src))>) {
+    dst.resize(src.size());  // a ModuleList: as many modules as the source has
+    for (std::size_t k = 0; k != src.size(); ++k) copy_module(src[k], dst[k], dev);
+    detail::ModuleAccess::set_training(dst, src.is_training());
+    return;
+  } else {
+    copy_members(src, dst, dev);
+  }
+}
+
+template <class Derived>
+template <class Src, class Dst, class To>
+void Module<Derived>::copy_members(const Src& src, Dst& dst, To dev) {
   auto from = detail::members_of(src);
   auto into = dst.members();
   static_assert(std::tuple_size_v<decltype(from)> == std::tuple_size_v<decltype(into)>,
@@ -269,5 +300,36 @@ void Module<Derived>::copy_module(const Src& src, Dst& dst, To dev) {
   }(std::make_index_sequence<std::tuple_size_v<decltype(from)>>{});
   if constexpr (requires { src.is_training(); }) detail::ModuleAccess::set_training(dst, src.is_training());
 }
+
+/// Modules of one type, as many as the program decides (PyTorch's nn.ModuleList): its
+/// members are named "0", "1", ..., so that saved weights line up with PyTorch's.
+///
+///   et::nn::ModuleList<Block<float, D>> blocks;
+///   for (int k = 0; k < 9; ++k) blocks.push_back(Block<float, D>(dev, 16, seed + k));
+///   for (auto& block : blocks) x = block(x);
+template <class M>
+class ModuleList : public Module<ModuleList<M>> {
+ public:
+  ModuleList() = default;
+  explicit ModuleList(std::vector<M> modules) : modules_(std::move(modules)) {}
+
+  void push_back(M module) { modules_.push_back(std::move(module)); }
+  void resize(std::size_t n) { modules_.resize(n); }
+  std::size_t size() const noexcept { return modules_.size(); }
+  M& operator[](std::size_t k) { return modules_[k]; }
+  const M& operator[](std::size_t k) const { return modules_[k]; }
+  auto begin() { return modules_.begin(); }
+  auto end() { return modules_.end(); }
+
+  std::vector<Member<M>> members() {
+    std::vector<Member<M>> list;
+    list.reserve(modules_.size());
+    for (std::size_t k = 0; k != modules_.size(); ++k) list.push_back({std::to_string(k), modules_[k]});
+    return list;
+  }
+
+ private:
+  std::vector<M> modules_;
+};
 
 }  // namespace et::nn
