@@ -91,6 +91,17 @@ void check_init() {
     CHECK_NOTHROW(init::kaiming_normal_(empty, 1));
     CHECK_NOTHROW(init::xavier_uniform_(empty, 1));
   }
+  SECTION("constant_, zeros_, ones_: every element, through a view too, unrecorded") {
+    auto w = et::randn<float>(D{}, {3, 5}, 4);
+    w.requires_grad_(true);
+    CHECK(init::constant_(w, 0.25).to_vector() == std::vector<float>(15, 0.25f));
+    CHECK(init::zeros_(w).to_vector() == std::vector<float>(15, 0.0f));
+    CHECK(w.is_leaf());
+    init::ones_(w.slice(1, 0, 5, 2));
+    const auto values = w.to_vector();
+    for (int k = 0; k < 15; ++k) CHECK(values[k] == (k % 5 % 2 == 0 ? 1.0f : 0.0f));
+    CHECK_THROWS_AS(init::zeros_(et::Tensor<float, 2, D>{}), et::Error);
+  }
 }
 
 }  // namespace test

@@ -5,6 +5,7 @@
 #include "../common/init_cases.hpp"
 #include "../common/loader_cases.hpp"
 #include "../common/module_cases.hpp"
+#include "../common/table7_cases.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -25,6 +26,9 @@ TEST_CASE("modules: Dropout (CPU)", "[nn][modules]") { test::check_dropout<et::C
 TEST_CASE("modules: Embedding (CPU)", "[nn][modules]") { test::check_embedding<et::Cpu>(); }
 TEST_CASE("modules: AdaptiveAvgPool2d (CPU)", "[nn][modules]") { test::check_adaptive_avg_pool<et::Cpu>(); }
 TEST_CASE("modules: ModuleList (CPU)", "[nn][modules]") { test::check_module_list<et::Cpu>(); }
+TEST_CASE("Table 7 networks: FCN-R, AlexNet-R, ResNet-56 (CPU)", "[nn][table7]") {
+  test::check_table7_small_networks<et::Cpu>();
+}
 TEST_CASE("modules: BatchNorm2d (CPU)", "[nn][modules]") { test::check_batch_norm<et::Cpu>(); }
 TEST_CASE("modules: Conv2d, pooling, Flatten (CPU)", "[nn][modules]") { test::check_conv_pool_flatten<et::Cpu>(); }
 TEST_CASE("modules: a Sequential model trains (CPU)", "[nn][modules]") { test::check_module_training<et::Cpu>(); }

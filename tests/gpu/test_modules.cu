@@ -5,6 +5,7 @@
 #include "../common/init_cases.hpp"
 #include "../common/loader_cases.hpp"
 #include "../common/module_cases.hpp"
+#include "../common/table7_cases.hpp"
 
 #include <et/nn.hpp>
 
@@ -25,6 +26,10 @@ TEST_CASE("GPU: modules: Dropout drops the CPU's elements", "[nn][modules]") { t
 TEST_CASE("GPU: modules: Embedding (the CPU's initial values)", "[nn][modules]") { test::check_embedding<Gpu>(); }
 TEST_CASE("GPU: modules: AdaptiveAvgPool2d", "[nn][modules]") { test::check_adaptive_avg_pool<Gpu>(); }
 TEST_CASE("GPU: modules: ModuleList", "[nn][modules]") { test::check_module_list<Gpu>(); }
+TEST_CASE("GPU: Table 7 networks: FCN-R, AlexNet-R, ResNet-56", "[nn][table7]") {
+  test::check_table7_small_networks<Gpu>();
+}
+TEST_CASE("GPU: Table 7 networks: AlexNet-S, ResNet-50", "[nn][table7]") { test::check_table7_imagenet_networks<Gpu>(); }
 TEST_CASE("GPU: modules: BatchNorm2d", "[nn][modules]") { test::check_batch_norm<Gpu>(); }
 TEST_CASE("GPU: modules: Conv2d, pooling, Flatten", "[nn][modules]") { test::check_conv_pool_flatten<Gpu>(); }
 TEST_CASE("GPU: nn::init: Xavier and Kaiming fills (the CPU's values), gains, fans", "[nn][init]") { test::check_init<Gpu>(); }

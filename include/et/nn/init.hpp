@@ -133,4 +133,20 @@ const Tensor<T, R, D>& kaiming_normal_(const Tensor<T, R, D>& t, std::uint64_t s
   return t;
 }
 
+/// Every element `value` (PyTorch's nn.init.constant_); zeros_ and ones_ are the usual two.
+template <class T, int R, class D>
+const Tensor<T, R, D>& constant_(const Tensor<T, R, D>& t, double value) {
+  if (!t.defined()) throw Error("et: constant_: the tensor is undefined");
+  if (t.numel() > 0) detail::write_unrecorded(t, et::detail::ScalarExpr<T>(T(value)));
+  return t;
+}
+template <class T, int R, class D>
+const Tensor<T, R, D>& zeros_(const Tensor<T, R, D>& t) {
+  return constant_(t, 0.0);
+}
+template <class T, int R, class D>
+const Tensor<T, R, D>& ones_(const Tensor<T, R, D>& t) {
+  return constant_(t, 1.0);
+}
+
 }  // namespace et::nn::init

@@ -1,0 +1,122 @@
+// The networks of Shi et al.'s benchmark ("Benchmarking State-of-the-Art Deep Learning
+// Software Tools", 2016, Table 7) that take 28x28 and 32x32 images, as dlbench defines them
+// (hclhkbu/dlbench), with PyTorch's parameter names so that weights move through safetensors:
+//
+//   fcn_r      784 -> 2048 -> 4096 -> 1024 -> 10, sigmoid, Xavier-uniform weights, zero biases
+//   AlexNetR   cuda-convnet's "18pct" without local response normalization, 3x32x32 inputs
+//   ResNet56   He et al.'s CIFAR network (n = 9: 6n + 2 = 56 layers, option-A shortcuts)
+//
+// FCN-S is examples/fcn_s.hpp; AlexNet-S and ResNet-50 are examples/table7_imagenet.hpp.
+// Shared by the benchmarks, the examples and the tests.
+#pragma once
+
+#include <et/nn.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace table7 {
+
+/// FCN-R: 784 -> 2048 -> 4096 -> 1024 -> 10 with sigmoids; weights Xavier-uniform, biases 0.
+template <class T, et::Device D>
+auto fcn_r(D dev, std::uint64_t seed = 1) {
+  using Linear = et::nn::Linear<T, D>;
+  auto model = et::nn::Sequential(Linear(dev, 784, 2048), et::nn::Sigmoid{}, Linear(dev, 2048, 4096), et::nn::Sigmoid{},
+                                  Linear(dev, 4096, 1024), et::nn::Sigmoid{}, Linear(dev, 1024, 10));
+  std::uint64_t k = 0;
+  et::nn::for_each_tensor(model, [&](const std::string& name, const auto& t) {
+    if (name.ends_with("weight")) et::nn::init::xavier_uniform_(t, seed + k++);
+    else et::nn::init::zeros_(t);
+  });
+  return model;
+}
+
+/// AlexNet-R, [N, 3, 32, 32] -> [N, 10]: conv 32 5x5 pad 2, max-pool 3/2, ReLU; conv 32 5x5
+/// pad 2, ReLU, max-pool 3/2; conv 64 5x5 pad 2, ReLU, average-pool 3/2; Linear 576 -> 10
+/// (pooling windows that end inside the input only, as PyTorch's floor mode).
+template <class T, et::Device D>
+auto alexnet_r(D dev, std::uint64_t seed = 1) {
+  using Conv = et::nn::Conv2d<T, D>;
+  const et::Conv2dOptions same{.padding = {2, 2}};
+  return et::nn::Sequential(Conv(dev, 3, 32, 5, same, seed), et::nn::MaxPool2d(3, 2), et::nn::ReLU{},
+                            Conv(dev, 32, 32, 5, same, seed + 1), et::nn::ReLU{}, et::nn::MaxPool2d(3, 2),
+                            Conv(dev, 32, 64, 5, same, seed + 2), et::nn::ReLU{}, et::nn::AvgPool2d(3, 2),
+                            et::nn::Flatten{}, et::nn::Linear<T, D>(dev, 576, 10, seed + 3));
+}
+
+/// A 3x3 convolution without bias (the ResNets' own), He-normal initialized as torchvision's.
+template <class T, et::Device D>
+et::nn::Conv2d<T, D> conv3x3(D dev, std::int64_t in, std::int64_t out, std::int64_t stride, std::uint64_t seed) {
+  et::nn::Conv2d<T, D> conv(dev, in, out, 3, {.stride = {stride, stride}, .padding = {1, 1}}, seed, false);
+  et::nn::init::kaiming_normal_(conv.weight, seed, {.mode = et::nn::init::FanMode::fan_out});
+  return conv;
+}
+
+/// ResNet-56's block: conv 3x3 (stride), BN, ReLU, conv 3x3, BN, plus the shortcut, ReLU.
+/// Where the block halves the plane and doubles the channels, the shortcut is option A: the
+/// input subsampled by 2 and padded with zero channels (He et al., 2016, section 4.2).
+template <class T, class D>
+struct BasicBlock : et::nn::Module<BasicBlock<T, D>> {
+  et::nn::Conv2d<T, D> conv1, conv2;
+  et::nn::BatchNorm2d<T, D> bn1, bn2;
+  std::int64_t stride = 1, extra_channels = 0;
+
+  BasicBlock() = default;
+  BasicBlock(D dev, std::int64_t in, std::int64_t out, std::int64_t stride, std::uint64_t seed)
+      : conv1(conv3x3<T>(dev, in, out, stride, seed)),
+        conv2(conv3x3<T>(dev, out, out, 1, seed + 1)),
+        bn1(dev, out),
+        bn2(dev, out),
+        stride(stride),
+        extra_channels(out - in) {}
+  auto members() {
+    return et::nn::members("conv1", conv1, "bn1", bn1, "conv2", conv2, "bn2", bn2, "stride", stride, "extra_channels",
+                           extra_channels);
+  }
+  et::Tensor<T, 4, D> forward(const et::Tensor<T, 4, D>& x) {
+    const et::Tensor<T, 4, D> h = et::relu(bn1(conv1(x)));
+    return et::relu(bn2(conv2(h)) + shortcut(x));
+  }
+  et::Tensor<T, 4, D> shortcut(const et::Tensor<T, 4, D>& x) const {
+    if (stride == 1 && extra_channels == 0) return x;
+    const auto sampled = x.slice(2, 0, x.size(2), stride).slice(3, 0, x.size(3), stride);
+    const std::int64_t half = extra_channels / 2;
+    return et::pad(sampled, {{{0, 0}, {half, extra_channels - half}, {0, 0}, {0, 0}}});
+  }
+};
+
+/// ResNet-56, [N, 3, 32, 32] -> [N, 10]: conv 16 3x3, BN, ReLU; three stages of 9 blocks of
+/// 16, 32 and 64 channels (the first block of stages 2 and 3 strides 2); global average
+/// pooling; Linear 64 -> 10. 853,018 parameters.
+template <class T, class D>
+struct ResNet56 : et::nn::Module<ResNet56<T, D>> {
+  et::nn::Conv2d<T, D> conv1;
+  et::nn::BatchNorm2d<T, D> bn1;
+  et::nn::ModuleList<BasicBlock<T, D>> layer1, layer2, layer3;
+  et::nn::AdaptiveAvgPool2d pool{{1, 1}};
+  et::nn::Linear<T, D> fc;
+
+  ResNet56() = default;
+  explicit ResNet56(D dev, std::uint64_t seed = 1)
+      : conv1(conv3x3<T>(dev, 3, 16, 1, seed)), bn1(dev, 16), fc(dev, 64, 10, seed + 1) {
+    std::int64_t in = 16;
+    std::uint64_t next = seed + 2;
+    for (auto [layer, width] : {std::pair{&layer1, 16}, std::pair{&layer2, 32}, std::pair{&layer3, 64}}) {
+      for (int b = 0; b < 9; ++b, next += 2) {
+        layer->push_back(BasicBlock<T, D>(dev, in, width, b == 0 && width != 16 ? 2 : 1, next));
+        in = width;
+      }
+    }
+  }
+  auto members() {
+    return et::nn::members("conv1", conv1, "bn1", bn1, "layer1", layer1, "layer2", layer2, "layer3", layer3, "fc", fc);
+  }
+  et::Tensor<T, 2, D> forward(const et::Tensor<T, 4, D>& x) {
+    et::Tensor<T, 4, D> h = et::relu(bn1(conv1(x)));
+    for (auto* layer : {&layer1, &layer2, &layer3})
+      for (auto& block : *layer) h = block(h);
+    return fc(et::nn::Flatten{}(pool(h)));
+  }
+};
+
+}  // namespace table7
