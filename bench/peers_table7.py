@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Seconds per mini-batch of Shi et al.'s Table 7 networks (bench/table7.cu) in PyTorch on one
+GPU: eager, torch.compile, and the eager step captured in a CUDA graph.
+
+    networks   FCN-R (batch 1024), AlexNet-R (1024), ResNet-56 (128 and 1024), AlexNet-S (16),
+               ResNet-50 (16), defined here as examples/table7.hpp and table7_imagenet.hpp
+               define them (ResNet-50 is torchvision's resnet50, written out so that
+               torchvision is not needed); float32, cuDNN with TF32 allowed, matmul without
+               (both libraries' defaults)
+    a step     opt.zero_grad(); F.cross_entropy(model(x), labels).backward(); opt.step() with
+               torch.optim.SGD (its default foreach implementation), x normal and labels
+               uniform, made once on the device
+    compile    torch.compile of the forward and the loss (dynamic=False; AOTAutograd compiles
+               the backward with it, the optimizer step stays eager); its first call is the
+               compilation, reported as a note
+    graph      the eager step captured with torch.cuda.graph after warm-up steps on a side
+               stream (PyTorch's "whole network capture"), replayed
+
+Timing as et_bench_table7: a CUDA event pair around every step after 3 warm-up steps, median.
+
+Usage: python3 bench/peers_table7.py [--json PATH] [--reps N] [--only NAMES] [--budget SECONDS]
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import median_us, torch_timer  # noqa: E402
+
+
+def networks(torch):
+    nn = torch.nn
+
+    def fcn_r():
+        model = nn.Sequential(nn.Linear(784, 2048), nn.Sigmoid(), nn.Linear(2048, 4096), nn.Sigmoid(),
+                              nn.Linear(4096, 1024), nn.Sigmoid(), nn.Linear(1024, 10))
+        for m in model:
+            if isinstance(m, nn.Linear):
+                nn.init.xavier_uniform_(m.weight)
+                nn.init.zeros_(m.bias)
+        return model
+
+    def alexnet_r():
+        return nn.Sequential(nn.Conv2d(3, 32, 5, padding=2), nn.MaxPool2d(3, 2), nn.ReLU(),
+                             nn.Conv2d(32, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2),
+                             nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.AvgPool2d(3, 2),
+                             nn.Flatten(), nn.Linear(576, 10))
+
+    class BasicBlock(nn.Module):
+        def __init__(self, inp, out, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(inp, out, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(out)
+            self.conv2 = nn.Conv2d(out, out, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(out)
+            self.stride, self.extra = stride, out - inp
+
+        def forward(self, x):
+            y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+            s = x
+            if self.stride != 1 or self.extra:
+                half = self.extra // 2
+                s = nn.functional.pad(x[:, :, ::self.stride, ::self.stride], (0, 0, 0, 0, half, self.extra - half))
+            return torch.relu(y + s)
+
+    class ResNet56(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(16)
+            layers, inp = [], 16
+            for width in (16, 32, 64):
+                blocks = []
+                for b in range(9):
+                    blocks.append(BasicBlock(inp, width, 2 if b == 0 and width != 16 else 1))
+                    inp = width
+                layers.append(nn.Sequential(*blocks))
+            self.layer1, self.layer2, self.layer3 = layers
+            self.fc = nn.Linear(64, 10)
+
+        def forward(self, x):
+            h = self.layer3(self.layer2(self.layer1(torch.relu(self.bn1(self.conv1(x))))))
+            return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(h, 1), 1))
+
+    def alexnet_s():
+        return nn.Sequential(nn.Conv2d(3, 96, 11, 4, 2), nn.ReLU(), nn.MaxPool2d(3, 2),
+                             nn.Conv2d(96, 256, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2),
+                             nn.Conv2d(256, 384, 3, padding=1), nn.ReLU(), nn.Conv2d(384, 384, 3, padding=1), nn.ReLU(),
+                             nn.Conv2d(384, 256, 3, padding=1), nn.ReLU(), nn.MaxPool2d(3, 2), nn.Flatten(),
+                             nn.Linear(9216, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1000))
+
+    class Bottleneck(nn.Module):
+        def __init__(self, inp, width, stride):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(inp, width, 1, bias=False), nn.BatchNorm2d(width)
+            self.conv2, self.bn2 = nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width)
+            self.conv3, self.bn3 = nn.Conv2d(width, 4 * width, 1, bias=False), nn.BatchNorm2d(4 * width)
+            self.downsample = None
+            if stride != 1 or inp != 4 * width:
+                self.downsample = nn.Sequential(nn.Conv2d(inp, 4 * width, 1, stride, bias=False),
+                                                nn.BatchNorm2d(4 * width))
+
+        def forward(self, x):
+            h = torch.relu(self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x))))))
+            return torch.relu(self.bn3(self.conv3(h)) + (x if self.downsample is None else self.downsample(x)))
+
+    class ResNet50(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64)
+            self.maxpool = nn.MaxPool2d(3, 2, 1)
+            layers, inp = [], 64
+            for blocks, width, stride in ((3, 64, 1), (4, 128, 2), (6, 256, 2), (3, 512, 2)):
+                stage = []
+                for b in range(blocks):
+                    stage.append(Bottleneck(inp, width, stride if b == 0 else 1))
+                    inp = 4 * width
+                layers.append(nn.Sequential(*stage))
+            self.layer1, self.layer2, self.layer3, self.layer4 = layers
+            self.fc = nn.Linear(2048, 1000)
+
+        def forward(self, x):
+            h = self.maxpool(torch.relu(self.bn1(self.conv1(x))))
+            h = self.layer4(self.layer3(self.layer2(self.layer1(h))))
+            return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(h, 1), 1))
+
+    sgd = lambda lr, momentum=0.0, wd=0.0: dict(lr=lr, momentum=momentum, weight_decay=wd)  # noqa: E731
+    return [
+        ("fcn-r", "FCN-R", fcn_r, (1024, 784), 10, sgd(0.05)),
+        ("alexnet-r", "AlexNet-R", alexnet_r, (1024, 3, 32, 32), 10, sgd(0.01, 0.9)),
+        ("resnet-56", "ResNet-56", ResNet56, (128, 3, 32, 32), 10, sgd(0.1, 0.9, 1e-4)),
+        ("resnet-56", "ResNet-56", ResNet56, (1024, 3, 32, 32), 10, sgd(0.1, 0.9, 1e-4)),
+        ("alexnet-s", "AlexNet-S", alexnet_s, (16, 3, 224, 224), 1000, sgd(0.01, 0.9)),
+        ("resnet-50", "ResNet-50", ResNet50, (16, 3, 224, 224), 1000, sgd(0.1, 0.9, 1e-4)),
+    ]
+
+
+def steps(torch, make, shape, classes, options, mode):
+    """The step function of one mode (eager, compile, graph), after its warm-up."""
+    torch.manual_seed(1)
+    model = make().cuda()
+    x = torch.randn(*shape, device="cuda")
+    labels = torch.randint(0, classes, (shape[0],), device="cuda")
+    opt = torch.optim.SGD(model.parameters(), **options)
+    loss_of = lambda a, b: torch.nn.functional.cross_entropy(model(a), b)  # noqa: E731
+    if mode == "compile":
+        loss_of = torch.compile(loss_of, dynamic=False)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of(x, labels)
+        loss.backward()
+        opt.step()
+        return loss
+    if mode != "graph":
+        return step
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        loss = loss_of(x, labels)
+        loss.backward()
+        opt.step()
+    return graph.replay
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--only", default="", help="comma-separated: fcn-r,alexnet-r,resnet-56,alexnet-s,resnet-50")
+    parser.add_argument("--modes", default="eager,graph,compile")
+    parser.add_argument("--budget", type=float, default=400.0, help="seconds; later measurements are skipped")
+    args = parser.parse_args()
+    deadline = time.monotonic() + args.budget
+    result = {"benchmark": "table7-peers", "results": [], "unavailable": {}, "skipped": [], "versions": {}}
+
+    def save():
+        if args.json:
+            with open(args.json + ".part", "w") as f:
+                json.dump(result, f, indent=1)
+            os.replace(args.json + ".part", args.json)
+
+    try:
+        import torch
+        result["versions"]["torch"] = torch.__version__
+        if not torch.cuda.is_available():
+            raise RuntimeError("no CUDA device")
+    except Exception as e:  # noqa: BLE001
+        result["unavailable"]["torch"] = f"{type(e).__name__}: {e}"[:300]
+        print(f"PyTorch with CUDA unavailable ({e}): peers-table7 skipped")
+        save()
+        return 0
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cudnn.benchmark = False
+    timer = torch_timer(torch)
+    wanted = set(filter(None, args.only.split(",")))
+    for key, name, make, shape, classes, options in networks(torch):
+        if wanted and key not in wanted:
+            continue
+        size = f"batch {shape[0]}"
+        for mode in args.modes.split(","):
+            label = f"{name} {size} {mode}"
+            if time.monotonic() > deadline:
+                result["skipped"].append(label)
+                continue
+            try:
+                started = time.perf_counter()
+                step = steps(torch, make, shape, classes, options, mode)
+                step()
+                torch.cuda.synchronize()
+                note = f"first call (compilation) {time.perf_counter() - started:.1f} s" if mode == "compile" else ""
+                us = median_us(step, warmup=3, reps=args.reps, **timer)
+                # Beside etensor's eager row: torch eager and torch.compile; beside its graph row: torch graph.
+                result["results"].append({"workload": f"{name} {'graph' if mode == 'graph' else 'eager'}", "size": size,
+                                          "peer": {"compile": "torch.compile"}.get(mode, f"torch {mode}"), "us": us,
+                                          "note": note})
+                print(f"{name:10s} {size:11s} torch {mode:8s} {us / 1e3:9.3f} ms {note}", flush=True)
+                save()
+            except Exception as e:  # noqa: BLE001
+                result["unavailable"][label] = f"{type(e).__name__}: {e}"[:300]
+                print(f"{label}: unavailable ({e})", flush=True)
+                traceback.print_exc()
+            torch.cuda.empty_cache()
+    if result["skipped"]:
+        print(f"skipped past the {args.budget:.0f} s budget: {', '.join(result['skipped'])}")
+    save()
+    if args.json:
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

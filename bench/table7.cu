@@ -1,0 +1,168 @@
+// Seconds per mini-batch of the networks of Shi et al.'s Table 7 beside FCN-S (bench/fcn.cu)
+// on one GPU: FCN-R, AlexNet-R, ResNet-56 (examples/table7.hpp), AlexNet-S and ResNet-50
+// (examples/table7_imagenet.hpp). bench/peers_table7.py runs the same in PyTorch (eager,
+// torch.compile, and the eager step captured in a CUDA graph).
+//
+//   a mini-batch   zero_grad(), logits = model(x), cross_entropy(logits, labels), backward,
+//                  SGD step; x normal and labels uniform, made once on the device (synthetic
+//                  data, as dlbench times the step and not the loading).
+//   eager          the step as a program writes it: every kernel launched from the host.
+//   graph          the same step captured once with et::capture (the warm-up step first)
+//                  and replayed: one launch per mini-batch.
+//   precision      float32 everywhere; convolutions may use TF32 (etensor's and PyTorch's
+//                  default for cuDNN), matrix products do not (both defaults).
+// Check: the losses of 3 eager steps are finite and equal those of 3 graph replays started
+// from the same parameters (the same kernels on the same values).
+// Timing: a CUDA event pair around every step after 3 warm-up steps, median.
+//
+// Usage: et_bench_table7 [--json PATH] [--reps N] [--only NAME,NAME]
+#include "../examples/table7_imagenet.hpp"
+
+#include "common.cuh"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Gpu = et::Cuda<0>;
+
+struct Row {
+  std::string network, size, mode;
+  double etensor_us = 0;
+  bool ok = true;
+};
+
+struct Options {
+  double lr, momentum = 0, weight_decay = 0;
+};
+
+/// Times the training step of `model` on a batch of `shape` (eager and captured) and checks
+/// that both give the same losses.
+template <class Model, std::size_t R>
+void measure(std::vector<Row>& rows, const std::string& name, Model make_model, std::array<std::int64_t, R> shape,
+             std::int64_t classes, Options o, int reps) {
+  const auto x = et::randn<float>(et::cuda<0>, shape, 7);
+  const auto labels = et::eval(et::cast<std::int64_t>(
+      et::minimum(et::rand<float>(et::cuda<0>, {shape[0]}, 8) * float(classes), float(classes - 1))));
+  auto run = [&](bool captured, std::vector<float>& losses) {
+    auto model = make_model();
+    et::optim::SGD opt(model.parameters(), {.lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay});
+    et::Tensor<float, 0, Gpu> loss;
+    auto step = [&] {
+      opt.zero_grad();
+      loss = et::nn::cross_entropy(model(x), labels);
+      loss.backward();
+      opt.step();
+    };
+    const auto s = et::Stream<Gpu>::create();
+    et::StreamGuard guard(s);
+    step();  // warm-up: the optimizer's state, the gradients, the libraries' plans exist
+    double us = 0;
+    if (!captured) {
+      for (int k = 0; k < 3; ++k) step(), losses.push_back(loss.item());
+      us = bench::median_us(step, 3, reps);
+    } else {
+      const auto graph = et::capture(s, step);
+      for (int k = 0; k < 3; ++k) graph.replay(), losses.push_back(loss.item());
+      us = bench::median_us([&] { graph.replay(); }, 3, reps);
+    }
+    return us;
+  };
+  std::vector<float> eager_losses, graph_losses;
+  const double eager = run(false, eager_losses), graph = run(true, graph_losses);
+  bool ok = eager_losses == graph_losses;
+  for (const float l : eager_losses) ok = ok && std::isfinite(l);
+  const std::string size = "batch " + std::to_string(shape[0]);
+  std::printf("%-10s %-11s eager %9.3f ms   graph %9.3f ms   losses %.5f %.5f %.5f%s\n", name.c_str(), size.c_str(),
+              eager / 1e3, graph / 1e3, eager_losses[0], eager_losses[1], eager_losses[2],
+              ok ? "" : "   CHECK FAILED (graph losses differ or not finite)");
+  std::fflush(stdout);
+  rows.push_back({name, size, "eager", eager, ok});
+  rows.push_back({name, size, "graph", graph, ok});
+}
+
+int write_json(const std::string& path, const std::vector<Row>& rows) {
+  bool ok = true;
+  for (const Row& r : rows) ok = ok && r.ok;
+  std::printf("\n%s\n", ok ? "PASS: eager and captured steps agree" : "FAIL: a check failed (see above)");
+  if (path.empty()) return ok ? 0 : 1;
+  std::ofstream out(path);
+  if (!out) {
+    std::fprintf(stderr, "cannot write %s\n", path.c_str());
+    return 1;
+  }
+  using bench::json_string;
+  out << "{\n  \"benchmark\": \"table7\",\n  \"device\": " << json_string(et::device_properties(0).name)
+      << ",\n  \"ok\": " << (ok ? "true" : "false") << ",\n  \"results\": [\n";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    out << "    {\"workload\": " << json_string(r.network + " " + r.mode) << ", \"size\": " << json_string(r.size)
+        << ", \"etensor_us\": " << r.etensor_us << ", \"ok\": " << (r.ok ? "true" : "false") << "}"
+        << (i + 1 < rows.size() ? "," : "") << "\n";
+  }
+  out << "  ]\n}\n";
+  std::printf("wrote %s\n", path.c_str());
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path, only;
+  int reps = 20;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--json" && i + 1 < argc) json_path = argv[++i];
+    else if (arg == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (arg == "--only" && i + 1 < argc) only = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--only fcn-r,alexnet-r,resnet-56,alexnet-s,resnet-50]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if (reps < 5) {
+    std::fprintf(stderr, "--reps must be at least 5\n");
+    return 2;
+  }
+  if (!et::cuda_available()) {
+    std::fprintf(stderr, "no CUDA device: nothing to benchmark\n");
+    return 77;
+  }
+  auto wanted = [&](const std::string& name) { return only.empty() || ("," + only + ",").find("," + name + ",") != std::string::npos; };
+  try {
+    std::printf("device: %s\n", et::device_properties(0).name.c_str());
+    std::vector<Row> rows;
+    const Gpu dev{};
+    if (wanted("fcn-r"))
+      measure(rows, "FCN-R", [&] { return table7::fcn_r<float>(dev); }, std::array<std::int64_t, 2>{1024, 784}, 10,
+              {.lr = 0.05}, reps);
+    if (wanted("alexnet-r"))
+      measure(rows, "AlexNet-R", [&] { return table7::alexnet_r<float>(dev); },
+              std::array<std::int64_t, 4>{1024, 3, 32, 32}, 10, {.lr = 0.01, .momentum = 0.9}, reps);
+    for (const std::int64_t batch : {128, 1024})
+      if (wanted("resnet-56"))
+        measure(rows, "ResNet-56", [&] { return table7::ResNet56<float, Gpu>(dev); },
+                std::array<std::int64_t, 4>{batch, 3, 32, 32}, 10, {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4},
+                reps);
+    if (wanted("alexnet-s"))
+      measure(rows, "AlexNet-S", [&] { return table7::alexnet_s<float>(dev); },
+              std::array<std::int64_t, 4>{16, 3, 224, 224}, 1000, {.lr = 0.01, .momentum = 0.9}, reps);
+    if (wanted("resnet-50"))
+      measure(rows, "ResNet-50", [&] { return table7::ResNet50<float, Gpu>(dev); },
+              std::array<std::int64_t, 4>{16, 3, 224, 224}, 1000, {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4},
+              reps);
+    return write_json(json_path, rows);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "et_bench_table7: %s\n", e.what());
+    return 1;
+  }
+}
