@@ -19,6 +19,7 @@ same table, so the ratios are read side by side.
 import argparse
 import json
 import math
+import os
 import sys
 import traceback
 
@@ -63,6 +64,41 @@ def max_error(torch, got, want):
     diff = (got - want).abs() / torch.clamp(want.abs(), min=1.0)
     diff = torch.where(finite, diff, torch.zeros_like(diff))
     return float(diff.max().item()) if got.numel() else 0.0, non_finite
+
+
+def write_json(path, result):
+    """Writes `result` to `path` (nothing without a path) through a .part file renamed into
+    place, so that a run stopped from outside leaves the last complete file."""
+    if path:
+        with open(path + ".part", "w") as f:
+            json.dump(result, f, indent=1)
+        os.replace(path + ".part", path)
+
+
+def finish(path, result, budget):
+    """The end of a budgeted peer script: names what the budget left out, writes the JSON;
+    returns the exit status (0: what could not run is recorded, not a failure)."""
+    if result["skipped"]:
+        print(f"skipped past the {budget:.0f} s budget: {', '.join(result['skipped'])}")
+    write_json(path, result)
+    if path:
+        print(f"wrote {path}")
+    return 0
+
+
+def import_torch(result, script, cuda=False):
+    """PyTorch (with a GPU, if `cuda`), its version noted in result["versions"]; or None,
+    why noted in result["unavailable"] and printed: the script then skips its peers."""
+    try:
+        import torch
+        result["versions"]["torch"] = torch.__version__
+        if cuda and not torch.cuda.is_available():
+            raise RuntimeError("no CUDA device")
+        return torch
+    except Exception as e:  # noqa: BLE001
+        result["unavailable"]["torch"] = f"{type(e).__name__}: {e}"[:300]
+        print(f"PyTorch{' with CUDA' if cuda else ''} unavailable ({e}): {script} skipped")
+        return None
 
 
 def torch_timer(torch):

@@ -43,7 +43,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peers import median_us, torch_timer  # noqa: E402  (event pairs, as every peer script)
+from peers import median_us, torch_timer, write_json  # noqa: E402  (event pairs, as every peer script)
 from peers_gemm import median_us as steady_median_us, set_tf32  # noqa: E402
 from peers_suite import chain10, relative_error  # noqa: E402
 
@@ -341,10 +341,7 @@ def main():
         result["unavailable"] = runner.unavailable
         result["skipped"] = runner.skipped
         result["ok"] = all(r["ok"] for r in runner.rows)
-        if args.json:
-            with open(args.json + ".part", "w") as f:
-                json.dump(result, f, indent=1)
-            os.replace(args.json + ".part", args.json)
+        write_json(args.json, result)
 
     for workload in only:
         try:  # set-up failures (memory) cost one workload

@@ -22,14 +22,13 @@ Usage: python3 bench/peers_fcn.py [--json PATH] [--reps N] [--cpu-reps N] [--thr
 """
 
 import argparse
-import json
 import os
 import sys
 import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peers import median_us, torch_timer  # noqa: E402
+from peers import finish, import_torch, median_us, torch_timer, write_json  # noqa: E402
 from peers_gemm import set_tf32  # noqa: E402
 
 INPUT, HIDDEN, OUTPUT, BATCH = 26752, 2048, 26752, 64
@@ -72,17 +71,10 @@ def main():
     result = {"benchmark": "fcn-peers", "results": [], "unavailable": {}, "skipped": [], "versions": {}}
 
     def save():
-        if args.json:
-            with open(args.json + ".part", "w") as f:
-                json.dump(result, f, indent=1)
-            os.replace(args.json + ".part", args.json)
+        write_json(args.json, result)
 
-    try:
-        import torch
-        result["versions"]["torch"] = torch.__version__
-    except Exception as e:  # noqa: BLE001
-        result["unavailable"]["torch"] = f"{type(e).__name__}: {e}"[:300]
-        print(f"PyTorch unavailable ({e}): peers-fcn skipped")
+    torch = import_torch(result, "peers-fcn")
+    if torch is None:
         save()
         return 0
 
@@ -147,12 +139,7 @@ def main():
         times.sort()
         add(workload, "torch eager", times[len(times) // 2], ok)
     torch.set_num_threads(cores)
-    if result["skipped"]:
-        print(f"skipped past the {args.budget:.0f} s budget: {', '.join(result['skipped'])}")
-    save()
-    if args.json:
-        print(f"wrote {args.json}")
-    return 0
+    return finish(args.json, result, args.budget)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import tempfile
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peers import median_us, torch_timer  # noqa: E402
+from peers import median_us, torch_timer, write_json  # noqa: E402
 from peers_fcn import make  # noqa: E402
 from peers_gemm import set_tf32  # noqa: E402
 
@@ -94,9 +94,7 @@ def main():
     result = {"benchmark": "multi-gpu-peers", "results": [], "unavailable": {}}
 
     def save():
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(result, f, indent=1)
+        write_json(args.json, result)
 
     def add(workload, size, us):
         result["results"].append({"workload": workload, "size": size, "peer": "torch eager", "us": us, "ok": True})

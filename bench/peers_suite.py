@@ -39,7 +39,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peers import median_us, torch_timer  # noqa: E402  (the same timing as the 17-op chain's peers)
+from peers import median_us, torch_timer, write_json  # noqa: E402  (the same timing as the 17-op chain's peers)
 
 TOLERANCE = 1e-5  # max |got - want| / max(|want|, 1); softmax: relative to the value itself
 AXPY_A = 1.5
@@ -360,10 +360,7 @@ def main():
         result["unavailable"] = runner.unavailable
         result["skipped"] = runner.skipped
         result["ok"] = all(r["ok"] for r in runner.rows)
-        if args.json:
-            with open(args.json + ".part", "w") as f:
-                json.dump(result, f, indent=1)
-            os.replace(args.json + ".part", args.json)
+        write_json(args.json, result)
 
     for workload in only:
         method = getattr(runner, workload.replace("-", "_"))

@@ -22,14 +22,14 @@ Usage: python3 bench/peers_table7.py [--json PATH] [--reps N] [--only NAMES] [--
 """
 
 import argparse
-import json
 import os
 import sys
 import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peers import median_us, torch_timer  # noqa: E402
+from peers import finish, import_torch, median_us, torch_timer, write_json  # noqa: E402
+from peers_fcn import stepper  # noqa: E402
 
 
 def networks(torch):
@@ -146,16 +146,7 @@ def steps(torch, make, shape, classes, options, mode):
     x = torch.randn(*shape, device="cuda")
     labels = torch.randint(0, classes, (shape[0],), device="cuda")
     opt = torch.optim.SGD(model.parameters(), **options)
-    loss_of = lambda a, b: torch.nn.functional.cross_entropy(model(a), b)  # noqa: E731
-    if mode == "compile":
-        loss_of = torch.compile(loss_of, dynamic=False)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = loss_of(x, labels)
-        loss.backward()
-        opt.step()
-        return loss
+    step = stepper(torch, model, x, labels, opt, compiled=mode == "compile")
     if mode != "graph":
         return step
     side = torch.cuda.Stream()
@@ -165,11 +156,8 @@ def steps(torch, make, shape, classes, options, mode):
             step()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    opt.zero_grad(set_to_none=True)
     with torch.cuda.graph(graph):
-        loss = loss_of(x, labels)
-        loss.backward()
-        opt.step()
+        step()  # its zero_grad(set_to_none=True) first: the gradients are then the graph's memory
     return graph.replay
 
 
@@ -185,19 +173,10 @@ def main():
     result = {"benchmark": "table7-peers", "results": [], "unavailable": {}, "skipped": [], "versions": {}}
 
     def save():
-        if args.json:
-            with open(args.json + ".part", "w") as f:
-                json.dump(result, f, indent=1)
-            os.replace(args.json + ".part", args.json)
+        write_json(args.json, result)
 
-    try:
-        import torch
-        result["versions"]["torch"] = torch.__version__
-        if not torch.cuda.is_available():
-            raise RuntimeError("no CUDA device")
-    except Exception as e:  # noqa: BLE001
-        result["unavailable"]["torch"] = f"{type(e).__name__}: {e}"[:300]
-        print(f"PyTorch with CUDA unavailable ({e}): peers-table7 skipped")
+    torch = import_torch(result, "peers-table7", cuda=True)
+    if torch is None:
         save()
         return 0
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -232,12 +211,7 @@ def main():
                 print(f"{label}: unavailable ({e})", flush=True)
                 traceback.print_exc()
             torch.cuda.empty_cache()
-    if result["skipped"]:
-        print(f"skipped past the {args.budget:.0f} s budget: {', '.join(result['skipped'])}")
-    save()
-    if args.json:
-        print(f"wrote {args.json}")
-    return 0
+    return finish(args.json, result, args.budget)
 
 
 if __name__ == "__main__":
