@@ -52,6 +52,7 @@ et::nn::Conv2d<T, D> conv3x3(D dev, std::int64_t in, std::int64_t out, std::int6
   return conv;
 }
 
+// [guide:resnet-block]
 /// ResNet-56's block: conv 3x3 (stride), BN, ReLU, conv 3x3, BN, plus the shortcut, ReLU.
 /// Where the block halves the plane and doubles the channels, the shortcut is option A: the
 /// input subsampled by 2 and padded with zero channels (He et al., 2016, section 4.2).
@@ -84,6 +85,7 @@ struct BasicBlock : et::nn::Module<BasicBlock<T, D>> {
     return et::pad(sampled, {{{0, 0}, {half, extra_channels - half}, {0, 0}, {0, 0}}});
   }
 };
+// [guide:end]
 
 /// ResNet-56, [N, 3, 32, 32] -> [N, 10]: conv 16 3x3, BN, ReLU; three stages of 9 blocks of
 /// 16, 32 and 64 channels (the first block of stages 2 and 3 strides 2); global average

@@ -157,3 +157,23 @@ TEST_CASE("a whole training step (forward, loss, backward, clipping, SGD) captur
   }
   CHECK(a[0].data().to_vector() != Trainer(7).model.parameters()[0].data().to_vector());  // it trained
 }
+
+TEST_CASE("capturing an Adam step throws (its step counts live on the host), and training goes on eagerly",
+          "[graphs][optim]") {
+  const auto s = et::Stream<Gpu>::create();
+  et::StreamGuard guard(s);
+  auto w = et::randn<float>(et::cuda<0>, {64, 32}, 1);
+  w.requires_grad_(true);
+  const auto x = et::randn<float>(et::cuda<0>, {8, 64}, 2);
+  et::optim::Adam opt(et::optim::parameters(w), {.lr = 1e-3});
+  auto step = [&] {
+    opt.zero_grad(true);
+    et::sum(et::matmul(x, w)).backward();
+    opt.step();
+  };
+  step();  // warm-up
+  CHECK_THROWS_WITH(et::capture(s, step), Contains("Adam and AdamW count their steps on the host"));
+  const auto before = w.to_vector();
+  step();
+  CHECK(w.to_vector() != before);
+}
