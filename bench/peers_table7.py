@@ -130,12 +130,12 @@ def networks(torch):
 
     sgd = lambda lr, momentum=0.0, wd=0.0: dict(lr=lr, momentum=momentum, weight_decay=wd)  # noqa: E731
     return [
-        ("fcn-r", "FCN-R", fcn_r, (1024, 784), 10, sgd(0.05)),
+        ("fcn-r", "FCN-R", fcn_r, (1024, 784), 10, sgd(0.01)),
         ("alexnet-r", "AlexNet-R", alexnet_r, (1024, 3, 32, 32), 10, sgd(0.01, 0.9)),
-        ("resnet-56", "ResNet-56", ResNet56, (128, 3, 32, 32), 10, sgd(0.1, 0.9, 1e-4)),
-        ("resnet-56", "ResNet-56", ResNet56, (1024, 3, 32, 32), 10, sgd(0.1, 0.9, 1e-4)),
+        ("resnet-56", "ResNet-56", ResNet56, (128, 3, 32, 32), 10, sgd(0.01, 0.9, 1e-4)),
+        ("resnet-56", "ResNet-56", ResNet56, (1024, 3, 32, 32), 10, sgd(0.01, 0.9, 1e-4)),
         ("alexnet-s", "AlexNet-S", alexnet_s, (16, 3, 224, 224), 1000, sgd(0.01, 0.9)),
-        ("resnet-50", "ResNet-50", ResNet50, (16, 3, 224, 224), 1000, sgd(0.1, 0.9, 1e-4)),
+        ("resnet-50", "ResNet-50", ResNet50, (16, 3, 224, 224), 1000, sgd(0.01, 0.9, 1e-4)),
     ]
 
 

@@ -11,8 +11,11 @@
 //                  and replayed: one launch per mini-batch.
 //   precision      float32 everywhere; convolutions may use TF32 (etensor's and PyTorch's
 //                  default for cuDNN), matrix products do not (both defaults).
-// Check: the losses of 3 eager steps are finite and equal those of 3 graph replays started
-// from the same parameters (the same kernels on the same values).
+// Check: the losses of 3 eager steps are finite and within 1e-3 (relative) of those of 3
+// graph replays started from the same parameters: the same kernels, but cuDNN's
+// convolution gradients may add in a different order (its nondeterministic algorithms, as
+// PyTorch's default). The learning rate is 0.01 everywhere (the time does not depend on it;
+// at 0.1 the ResNets' losses on one random batch diverge, which would hide a difference).
 // Timing: a CUDA event pair around every step after 3 warm-up steps, median.
 //
 // Usage: et_bench_table7 [--json PATH] [--reps N] [--only NAME,NAME]
@@ -78,12 +81,14 @@ void measure(std::vector<Row>& rows, const std::string& name, Model make_model, 
   };
   std::vector<float> eager_losses, graph_losses;
   const double eager = run(false, eager_losses), graph = run(true, graph_losses);
-  bool ok = eager_losses == graph_losses;
-  for (const float l : eager_losses) ok = ok && std::isfinite(l);
+  bool ok = true;
+  for (std::size_t k = 0; k < eager_losses.size(); ++k)
+    ok = ok && std::isfinite(eager_losses[k]) && std::abs(graph_losses[k] - eager_losses[k]) <= 1e-3 * std::abs(eager_losses[k]);
   const std::string size = "batch " + std::to_string(shape[0]);
-  std::printf("%-10s %-11s eager %9.3f ms   graph %9.3f ms   losses %.5f %.5f %.5f%s\n", name.c_str(), size.c_str(),
-              eager / 1e3, graph / 1e3, eager_losses[0], eager_losses[1], eager_losses[2],
-              ok ? "" : "   CHECK FAILED (graph losses differ or not finite)");
+  std::printf("%-10s %-11s eager %9.3f ms   graph %9.3f ms   losses %.5f %.5f %.5f (graph %.5f %.5f %.5f)%s\n",
+              name.c_str(), size.c_str(), eager / 1e3, graph / 1e3, eager_losses[0], eager_losses[1], eager_losses[2],
+              graph_losses[0], graph_losses[1], graph_losses[2],
+              ok ? "" : "   CHECK FAILED (graph losses differ by more than 1e-3, or not finite)");
   std::fflush(stdout);
   rows.push_back({name, size, "eager", eager, ok});
   rows.push_back({name, size, "graph", graph, ok});
@@ -144,21 +149,21 @@ int main(int argc, char** argv) {
     const Gpu dev{};
     if (wanted("fcn-r"))
       measure(rows, "FCN-R", [&] { return table7::fcn_r<float>(dev); }, std::array<std::int64_t, 2>{1024, 784}, 10,
-              {.lr = 0.05}, reps);
+              {.lr = 0.01}, reps);
     if (wanted("alexnet-r"))
       measure(rows, "AlexNet-R", [&] { return table7::alexnet_r<float>(dev); },
               std::array<std::int64_t, 4>{1024, 3, 32, 32}, 10, {.lr = 0.01, .momentum = 0.9}, reps);
     for (const std::int64_t batch : {128, 1024})
       if (wanted("resnet-56"))
         measure(rows, "ResNet-56", [&] { return table7::ResNet56<float, Gpu>(dev); },
-                std::array<std::int64_t, 4>{batch, 3, 32, 32}, 10, {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4},
+                std::array<std::int64_t, 4>{batch, 3, 32, 32}, 10, {.lr = 0.01, .momentum = 0.9, .weight_decay = 1e-4},
                 reps);
     if (wanted("alexnet-s"))
       measure(rows, "AlexNet-S", [&] { return table7::alexnet_s<float>(dev); },
               std::array<std::int64_t, 4>{16, 3, 224, 224}, 1000, {.lr = 0.01, .momentum = 0.9}, reps);
     if (wanted("resnet-50"))
       measure(rows, "ResNet-50", [&] { return table7::ResNet50<float, Gpu>(dev); },
-              std::array<std::int64_t, 4>{16, 3, 224, 224}, 1000, {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4},
+              std::array<std::int64_t, 4>{16, 3, 224, 224}, 1000, {.lr = 0.01, .momentum = 0.9, .weight_decay = 1e-4},
               reps);
     return write_json(json_path, rows);
   } catch (const std::exception& e) {

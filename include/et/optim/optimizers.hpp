@@ -156,10 +156,12 @@ class Adam : public Optimizer<Adam<T, D>, T, D> {
   /// Updates every parameter k that has a gradient and chosen(k) (optimizer.hpp).
   template <class Chosen>
   void update(const Chosen& chosen) {
+#if defined(ET_HAS_CUDA_RUNTIME)
     if (et::detail::capture_arena())
       throw Error("et: Adam and AdamW count their steps on the host, so a step captured in a CUDA graph would "
                   "replay the bias correction of the step it was captured at: step them outside the graph "
                   "(SGD's steps can be captured)");
+#endif
     const auto& params = this->params_;
     std::vector<Tensor<T, 1, D>> grads(params.size());
     // Each parameter counts its own steps (as PyTorch's state["step"]); parameters in one
