@@ -11,11 +11,13 @@
 //                  and replayed: one launch per mini-batch.
 //   precision      float32 everywhere; convolutions may use TF32 (etensor's and PyTorch's
 //                  default for cuDNN), matrix products do not (both defaults).
-// Check: the losses of 3 eager steps are finite and within 1e-3 (relative) of those of 3
-// graph replays started from the same parameters: the same kernels, but cuDNN's
-// convolution gradients may add in a different order (its nondeterministic algorithms, as
-// PyTorch's default). The learning rate is 0.01 everywhere (the time does not depend on it;
-// at 0.1 the ResNets' losses on one random batch diverge, which would hide a difference).
+// Check: the losses of 3 eager steps and of 3 graph replays (both after the same eager
+// warm-up step) are finite, and the first of each agree within 1e-3 (relative). Later
+// losses are printed, not compared: cuDNN's convolution gradients add in an order that
+// varies from run to run (its nondeterministic algorithms, PyTorch's default too), and
+// training on one batch of 16 amplifies that: two eager runs of ResNet-50 differ by 1.5%
+// at the third step (H200, 2026-11-28). The learning rate is 0.01 everywhere (the time does
+// not depend on it; at 0.1 the ResNets' losses on one random batch diverge).
 // Timing: a CUDA event pair around every step after 3 warm-up steps, median.
 //
 // Usage: et_bench_table7 [--json PATH] [--reps N] [--only NAME,NAME]
@@ -81,14 +83,14 @@ void measure(std::vector<Row>& rows, const std::string& name, Model make_model, 
   };
   std::vector<float> eager_losses, graph_losses;
   const double eager = run(false, eager_losses), graph = run(true, graph_losses);
-  bool ok = true;
+  bool ok = std::abs(graph_losses[0] - eager_losses[0]) <= 1e-3 * std::abs(eager_losses[0]);
   for (std::size_t k = 0; k < eager_losses.size(); ++k)
-    ok = ok && std::isfinite(eager_losses[k]) && std::abs(graph_losses[k] - eager_losses[k]) <= 1e-3 * std::abs(eager_losses[k]);
+    ok = ok && std::isfinite(eager_losses[k]) && std::isfinite(graph_losses[k]);
   const std::string size = "batch " + std::to_string(shape[0]);
   std::printf("%-10s %-11s eager %9.3f ms   graph %9.3f ms   losses %.5f %.5f %.5f (graph %.5f %.5f %.5f)%s\n",
               name.c_str(), size.c_str(), eager / 1e3, graph / 1e3, eager_losses[0], eager_losses[1], eager_losses[2],
               graph_losses[0], graph_losses[1], graph_losses[2],
-              ok ? "" : "   CHECK FAILED (graph losses differ by more than 1e-3, or not finite)");
+              ok ? "" : "   CHECK FAILED (first losses differ by more than 1e-3, or a loss is not finite)");
   std::fflush(stdout);
   rows.push_back({name, size, "eager", eager, ok});
   rows.push_back({name, size, "graph", graph, ok});
