@@ -165,6 +165,7 @@ void check_adaptive_avg_pool() {
   for (const auto size : {std::array<std::int64_t, 2>{2, 2}, std::array<std::int64_t, 2>{3, 2}})
     gradcheck<D>("AdaptiveAvgPool2d", [&](const auto& x) { return et::nn::AdaptiveAvgPool2d(size)(x); },
                  grad_input<4>({2, 2, 4, 5}, 3));
+  CHECK(et::nn::AdaptiveAvgPool2d({2, 3}).to(et::cpu).output_size == std::array<std::int64_t, 2>{2, 3});
   CHECK_THROWS_AS(et::nn::AdaptiveAvgPool2d({0, 1}), et::ShapeError);
   CHECK_THROWS_AS(et::nn::AdaptiveAvgPool2d({1, 1})(et::zeros<float>(D{}, {1, 2, 0, 3})), et::ShapeError);
 }

@@ -131,7 +131,7 @@ struct AdaptiveAvgPool2d : Module<AdaptiveAvgPool2d> {
     detail::require_positive("AdaptiveAvgPool2d", "output height", size[0]);
     detail::require_positive("AdaptiveAvgPool2d", "output width", size[1]);
   }
-  auto members() { return std::tuple<>{}; }
+  auto members() { return et::nn::members("output_size", output_size); }  // a setting: to() copies it
   template <class T, class D>
   Tensor<T, 4, D> forward(const Tensor<T, 4, D>& x) {
     static_assert(et::detail::is_floating_v<T>, "et: AdaptiveAvgPool2d takes floating-point tensors");
