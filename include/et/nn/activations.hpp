@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "et/nn/layers.hpp"
+#include "et/ops/creation.hpp"
 
 namespace et::nn {
 

@@ -13,6 +13,7 @@
 
 #include "et/nn/init.hpp"
 #include "et/nn/module.hpp"
+#include "et/ops/index.hpp"
 #include "et/ops/linalg.hpp"
 #include "et/derivatives/nn.hpp"
 #include "et/ops/nn.hpp"

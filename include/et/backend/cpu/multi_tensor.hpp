@@ -8,6 +8,7 @@
 
 #include "et/backend/backend.hpp"
 #include "et/backend/tensor_list.hpp"
+#include "et/types.hpp"
 
 namespace et::detail::cpu_backend {
 
