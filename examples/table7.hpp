@@ -44,10 +44,13 @@ auto alexnet_r(D dev, std::uint64_t seed = 1) {
                             et::nn::Flatten{}, et::nn::Linear<T, D>(dev, 576, 10, seed + 3));
 }
 
-/// A 3x3 convolution without bias (the ResNets' own), He-normal initialized as torchvision's.
+/// The ResNets' convolution: `kernel` x `kernel` with padding kernel / 2, no bias,
+/// He-normal initialized as torchvision's (the 7x7 stem, the 3x3s and the 1x1s).
 template <class T, et::Device D>
-et::nn::Conv2d<T, D> conv3x3(D dev, std::int64_t in, std::int64_t out, std::int64_t stride, std::uint64_t seed) {
-  et::nn::Conv2d<T, D> conv(dev, in, out, 3, {.stride = {stride, stride}, .padding = {1, 1}}, seed, false);
+et::nn::Conv2d<T, D> he_conv(D dev, std::int64_t in, std::int64_t out, std::int64_t kernel, std::int64_t stride,
+                             std::uint64_t seed) {
+  const std::int64_t pad = kernel / 2;
+  et::nn::Conv2d<T, D> conv(dev, in, out, kernel, {.stride = {stride, stride}, .padding = {pad, pad}}, seed, false);
   et::nn::init::kaiming_normal_(conv.weight, seed, {.mode = et::nn::init::FanMode::fan_out});
   return conv;
 }
@@ -64,8 +67,8 @@ struct BasicBlock : et::nn::Module<BasicBlock<T, D>> {
 
   BasicBlock() = default;
   BasicBlock(D dev, std::int64_t in, std::int64_t out, std::int64_t stride, std::uint64_t seed)
-      : conv1(conv3x3<T>(dev, in, out, stride, seed)),
-        conv2(conv3x3<T>(dev, out, out, 1, seed + 1)),
+      : conv1(he_conv<T>(dev, in, out, 3, stride, seed)),
+        conv2(he_conv<T>(dev, out, out, 3, 1, seed + 1)),
         bn1(dev, out),
         bn2(dev, out),
         stride(stride),
@@ -100,7 +103,7 @@ struct ResNet56 : et::nn::Module<ResNet56<T, D>> {
 
   ResNet56() = default;
   explicit ResNet56(D dev, std::uint64_t seed = 1)
-      : conv1(conv3x3<T>(dev, 3, 16, 1, seed)), bn1(dev, 16), fc(dev, 64, 10, seed + 1) {
+      : conv1(he_conv<T>(dev, 3, 16, 3, 1, seed)), bn1(dev, 16), fc(dev, 64, 10, seed + 1) {
     std::int64_t in = 16;
     std::uint64_t next = seed + 2;
     for (auto [layer, width] : {std::pair{&layer1, 16}, std::pair{&layer2, 32}, std::pair{&layer3, 64}}) {

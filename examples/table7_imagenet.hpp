@@ -28,14 +28,6 @@ auto alexnet_s(D dev, std::uint64_t seed = 1) {
       Linear(dev, 4096, 1000, seed + 7));
 }
 
-/// A 1x1 convolution without bias, He-normal initialized as torchvision's.
-template <class T, et::Device D>
-et::nn::Conv2d<T, D> conv1x1(D dev, std::int64_t in, std::int64_t out, std::int64_t stride, std::uint64_t seed) {
-  et::nn::Conv2d<T, D> conv(dev, in, out, 1, {.stride = {stride, stride}}, seed, false);
-  et::nn::init::kaiming_normal_(conv.weight, seed, {.mode = et::nn::init::FanMode::fan_out});
-  return conv;
-}
-
 /// torchvision's Bottleneck (ResNet v1.5): 1x1 -> 3x3 (stride) -> 1x1 x4, each with BN,
 /// ReLU after the first two and after the sum with the shortcut; the shortcut is a 1x1
 /// convolution and BN ("downsample") where the shape changes, else the input (then the
@@ -49,14 +41,14 @@ struct Bottleneck : et::nn::Module<Bottleneck<T, D>> {
 
   Bottleneck() = default;
   Bottleneck(D dev, std::int64_t in, std::int64_t width, std::int64_t stride, std::uint64_t seed)
-      : conv1(conv1x1<T>(dev, in, width, 1, seed)),
-        conv2(conv3x3<T>(dev, width, width, stride, seed + 1)),
-        conv3(conv1x1<T>(dev, width, 4 * width, 1, seed + 2)),
+      : conv1(he_conv<T>(dev, in, width, 1, 1, seed)),
+        conv2(he_conv<T>(dev, width, width, 3, stride, seed + 1)),
+        conv3(he_conv<T>(dev, width, 4 * width, 1, 1, seed + 2)),
         bn1(dev, width),
         bn2(dev, width),
         bn3(dev, 4 * width) {
     if (stride != 1 || in != 4 * width)
-      downsample = et::nn::Sequential(conv1x1<T>(dev, in, 4 * width, stride, seed + 3),
+      downsample = et::nn::Sequential(he_conv<T>(dev, in, 4 * width, 1, stride, seed + 3),
                                       et::nn::BatchNorm2d<T, D>(dev, 4 * width));
   }
   auto members() {
@@ -86,8 +78,7 @@ struct ResNet50 : et::nn::Module<ResNet50<T, D>> {
 
   ResNet50() = default;
   explicit ResNet50(D dev, std::uint64_t seed = 1)
-      : conv1(dev, 3, 64, 7, {.stride = {2, 2}, .padding = {3, 3}}, seed, false), bn1(dev, 64), fc(dev, 2048, 1000, seed + 1) {
-    et::nn::init::kaiming_normal_(conv1.weight, seed, {.mode = et::nn::init::FanMode::fan_out});
+      : conv1(he_conv<T>(dev, 3, 64, 7, 2, seed)), bn1(dev, 64), fc(dev, 2048, 1000, seed + 1) {
     struct Stage {
       et::nn::ModuleList<Bottleneck<T, D>>* layer;
       int blocks;
