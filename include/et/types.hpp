@@ -1,13 +1,15 @@
 // Element types and the promotion rules for mixed operands (PyTorch's).
 //
-// Element types, by rank: bool < int32 < int64 < {half, bfloat16} < float < double.
+// Element types, by rank: bool < uint8 < int32 < int64 < {half, bfloat16} < float < double.
 //  - Two tensor operands promote to the higher rank; half with bfloat16 gives float
 //    (neither holds the other's values).
 //  - An integer or bool combined with a floating type gives that floating type
 //    (int64 + half is half).
 //  - A plain C++ scalar never widens a tensor of the same category (float tensor * 2.0
-//    stays float, half tensor * 2.0 stays half, int32 tensor + 1L stays int32), but a
-//    floating scalar lifts an integer or bool tensor to float (PyTorch's default dtype).
+//    stays float, half tensor * 2.0 stays half, int32 tensor + 1L stays int32, uint8
+//    tensor + 1 stays uint8), but a floating scalar lifts an integer or bool tensor to
+//    float (PyTorch's default dtype). An integer scalar must fit the tensor's type.
+//  - Integer arithmetic wraps, uint8's modulo 256 (200 + 100 is 44 in uint8, as PyTorch).
 //  - Math functions (exp, sqrt, ...) and true division of integers give float; of a
 //    floating type, that type (exp(half) is half). Comparisons give bool.
 //  - et::cast<U>(e) gives U.
@@ -19,14 +21,15 @@
 // in the compute type of the type it takes: half_tensor * 0.1 multiplies by 0.1f, as
 // PyTorch does, not by 0.1 rounded to half.
 //
-//            bool   int32  int64  half   bf16   float  double
-//   bool     bool   int32  int64  half   bf16   float  double
-//   int32           int32  int64  half   bf16   float  double
-//   int64                  int64  half   bf16   float  double
-//   half                          half   float  float  double
-//   bf16                                 bf16   float  double
-//   float                                       float  double
-//   double                                             double
+//            bool   uint8  int32  int64  half   bf16   float  double
+//   bool     bool   uint8  int32  int64  half   bf16   float  double
+//   uint8           uint8  int32  int64  half   bf16   float  double
+//   int32                  int32  int64  half   bf16   float  double
+//   int64                         int64  half   bf16   float  double
+//   half                                 half   float  float  double
+//   bf16                                        bf16   float  double
+//   float                                              float  double
+//   double                                                    double
 #pragma once
 
 #include <concepts>
@@ -44,11 +47,11 @@ namespace et {
 
 template <class T>
 concept Element = std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, std::int32_t> ||
-                  std::same_as<T, std::int64_t> || std::same_as<T, bool> || std::same_as<T, half> ||
-                  std::same_as<T, bfloat16>;
+                  std::same_as<T, std::int64_t> || std::same_as<T, std::uint8_t> || std::same_as<T, bool> ||
+                  std::same_as<T, half> || std::same_as<T, bfloat16>;
 
 /// The element type's name as PyTorch spells it: "float32", "float64", "float16",
-/// "bfloat16", "int32", "int64", "bool" (printing, DLPack and error messages).
+/// "bfloat16", "int32", "int64", "uint8", "bool" (printing, DLPack and error messages).
 template <Element T>
 inline constexpr const char* dtype_name = std::is_same_v<T, float>          ? "float32"
                                           : std::is_same_v<T, double>       ? "float64"
@@ -56,6 +59,7 @@ inline constexpr const char* dtype_name = std::is_same_v<T, float>          ? "f
                                           : std::is_same_v<T, bfloat16>     ? "bfloat16"
                                           : std::is_same_v<T, std::int32_t> ? "int32"
                                           : std::is_same_v<T, std::int64_t> ? "int64"
+                                          : std::is_same_v<T, std::uint8_t> ? "uint8"
                                                                             : "bool";
 
 /// A plain C++ arithmetic value (or an et::half / et::bfloat16 value) that can appear in
@@ -83,11 +87,12 @@ using compute_t = std::conditional_t<is_16bit_float_v<T>, float, T>;
 template <class T>
 constexpr int type_rank() {
   if constexpr (std::is_same_v<T, bool>) return 0;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return 1;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return 2;
-  else if constexpr (is_16bit_float_v<T>) return 3;
-  else if constexpr (std::is_same_v<T, float>) return 4;
-  else return 5;
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return 1;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return 2;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return 3;
+  else if constexpr (is_16bit_float_v<T>) return 4;
+  else if constexpr (std::is_same_v<T, float>) return 5;
+  else return 6;
 }
 
 /// The higher-ranked of A and B; half with bfloat16 gives float.
@@ -123,22 +128,25 @@ using scalar_element_t =
                                           std::conditional_t<sizeof(S) <= 4, std::int32_t, std::int64_t>>>;
 
 /// `value` as T. For an integer T, throws et::Error when T cannot hold it: NaN, infinities
-/// and out-of-range values would otherwise convert with undefined behaviour.
+/// and out-of-range values would otherwise convert with undefined behaviour (or, for
+/// uint8, wrap: PyTorch refuses uint8 tensor + 300 too).
 template <class T, class S>
 T scalar_as(S value, const char* what) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<S, bool>) {
-    static_assert(std::is_signed_v<T>, "et: integer tensors are signed");
     bool fits = true;
     if constexpr (std::is_floating_point_v<S>) {
-      const S low = static_cast<S>(std::numeric_limits<T>::min());  // -2^(bits-1), exact
-      fits = value >= low && value < -low;                           // false for NaN
+      // T's min and max + 1 (0 or -2^(bits-1), and 2^bits or 2^(bits-1)) are exact in S.
+      const S low = static_cast<S>(std::numeric_limits<T>::min());
+      const S high = static_cast<S>(static_cast<double>(std::numeric_limits<T>::max() / 2 + 1) * 2.0);
+      fits = value >= low && value < high;  // false for NaN
     } else if constexpr (std::is_integral_v<S>) {
       fits = std::in_range<T>(value);
     }
     if (!fits) {
       char text[160];
-      std::snprintf(text, sizeof text, "%.17g does not fit a %d-bit integer tensor (range %lld to %lld)",
-                    static_cast<double>(value), int(sizeof(T) * 8), static_cast<long long>(std::numeric_limits<T>::min()),
+      std::snprintf(text, sizeof text, "%.17g does not fit %s %d-bit %sinteger tensor (range %lld to %lld)",
+                    static_cast<double>(value), sizeof(T) == 1 ? "an" : "a", int(sizeof(T) * 8),
+                    std::is_signed_v<T> ? "" : "unsigned ", static_cast<long long>(std::numeric_limits<T>::min()),
                     static_cast<long long>(std::numeric_limits<T>::max()));
       throw Error(std::string("et: ") + what + ": " + text);
     }

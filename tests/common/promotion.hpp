@@ -10,21 +10,23 @@
 
 namespace test {
 
-// The seven element types, in promotion order.
-using Types = std::tuple<bool, std::int32_t, std::int64_t, et::half, et::bfloat16, float, double>;
+// The eight element types, in promotion order.
+using Types = std::tuple<bool, std::uint8_t, std::int32_t, std::int64_t, et::half, et::bfloat16, float, double>;
+inline constexpr std::size_t type_count = std::tuple_size_v<Types>;
 template <std::size_t I>
 using TypeAt = std::tuple_element_t<I, Types>;
 
 /// promoted[i][j]: the index in Types of the element type of (type i) + (type j).
-constexpr int promoted[7][7] = {
-    //   bool i32 i64 half bf16 f32 f64
-    {0, 1, 2, 3, 4, 5, 6},  // bool
-    {1, 1, 2, 3, 4, 5, 6},  // int32
-    {2, 2, 2, 3, 4, 5, 6},  // int64
-    {3, 3, 3, 3, 5, 5, 6},  // half
-    {4, 4, 4, 5, 4, 5, 6},  // bfloat16
-    {5, 5, 5, 5, 5, 5, 6},  // float
-    {6, 6, 6, 6, 6, 6, 6},  // double
+constexpr int promoted[type_count][type_count] = {
+    //   bool u8 i32 i64 half bf16 f32 f64
+    {0, 1, 2, 3, 4, 5, 6, 7},  // bool
+    {1, 1, 2, 3, 4, 5, 6, 7},  // uint8
+    {2, 2, 2, 3, 4, 5, 6, 7},  // int32
+    {3, 3, 3, 3, 4, 5, 6, 7},  // int64
+    {4, 4, 4, 4, 4, 6, 6, 7},  // half
+    {5, 5, 5, 5, 6, 5, 6, 7},  // bfloat16
+    {6, 6, 6, 6, 6, 6, 6, 7},  // float
+    {7, 7, 7, 7, 7, 7, 7, 7},  // double
 };
 
 }  // namespace test

@@ -161,6 +161,7 @@ inline const char* type_name(et::half) { return "half"; }
 inline const char* type_name(et::bfloat16) { return "bfloat16"; }
 inline const char* type_name(std::int32_t) { return "int32"; }
 inline const char* type_name(std::int64_t) { return "int64"; }
+inline const char* type_name(std::uint8_t) { return "uint8"; }
 inline const char* type_name(bool) { return "bool"; }
 
 /// One case: random shape, a random layout for a, b broadcast along random axes, the

@@ -1,6 +1,6 @@
 // Randomized differential tests of mixed element types (random_cases.hpp has the
-// machinery): every pair of the seven element types (bool, int32, int64, half, bfloat16,
-// float, double) over random shapes, broadcasts and layouts, in
+// machinery): every pair of the eight element types (bool, uint8, int32, int64, half,
+// bfloat16, float, double) over random shapes, broadcasts and layouts, in
 //   where(a < b, a + b, a * b - b)   the promoted type (promotion.hpp's table, checked
 //                                    statically), integers wrapping, bool as PyTorch's
 //   a / b                            true division, division by zero included
@@ -10,7 +10,7 @@
 // result's width, exactly; bool as (integer result) != 0; floating types in double, rounded
 // to the result type (half overflows to infinity), to that type's rounding on the scale of
 // the terms (a * b - b cancels). Where both types are integers (or bool) the values reach the ends of
-// int32 and +-2^40, so sums and products wrap; beside a floating type they stay small
+// uint8, int32 and +-2^40, so sums and products wrap; beside a floating type they stay small
 // integers, exact in every type. Shared by the CPU and GPU tests.
 #pragma once
 
@@ -30,7 +30,7 @@ namespace test {
 template <class T>
 constexpr std::size_t type_index = []<std::size_t... Is>(std::index_sequence<Is...>) {
   return ((std::is_same_v<T, TypeAt<Is>> ? Is : 0) + ...);
-}(std::make_index_sequence<7>{});
+}(std::make_index_sequence<type_count>{});
 
 template <class A, class B>
 using promoted_t = TypeAt<static_cast<std::size_t>(promoted[type_index<A>][type_index<B>])>;
@@ -51,6 +51,7 @@ double promotion_value(std::mt19937_64& rng) {
   constexpr bool integers = !et::detail::is_floating_v<T> && !et::detail::is_floating_v<U>;
   if constexpr (std::is_same_v<T, bool>) return static_cast<double>(rng() % 2);
   else if constexpr (et::detail::is_floating_v<T>) return std::uniform_real_distribution<double>(-3.0, 3.0)(rng);
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return static_cast<double>(rng() % (integers ? 256 : 101));
   else if (!integers || rng() % 2 == 0) return static_cast<double>(static_cast<std::int64_t>(rng() % 201) - 100);
   else if constexpr (std::is_same_v<T, std::int32_t>)
     return static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(rng())));
@@ -159,15 +160,15 @@ bool run_promotion_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::in
   return true;
 }
 
-/// The promotion family: A, then B, drawn from the seven types, then one expression.
+/// The promotion family: A, then B, drawn from the eight types, then one expression.
 template <class D>
 void run_promotion_family(const char* where, D dev) {
   const std::uint64_t seed = random_seed() + 8;
   std::mt19937_64 rng(seed);
-  run_family_over<bool, std::int32_t, std::int64_t, et::half, et::bfloat16, float, double>(
+  run_family_over<bool, std::uint8_t, std::int32_t, std::int64_t, et::half, et::bfloat16, float, double>(
       "type promotion", where, seed, rng, [&](auto a_tag, std::int64_t c) {
         using A = decltype(a_tag);
-        const auto pick = rng() % 7;
+        const auto pick = rng() % type_count;
         bool ok = true;
         [&]<std::size_t... Js>(std::index_sequence<Js...>) {
           ((Js == pick ? void(ok = [&] {
@@ -181,7 +182,7 @@ void run_promotion_family(const char* where, D dev) {
            }())
                        : void()),
            ...);
-        }(std::make_index_sequence<7>{});
+        }(std::make_index_sequence<type_count>{});
         return ok;
       });
 }

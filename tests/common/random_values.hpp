@@ -3,6 +3,7 @@
 // draw with it too.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstdint>
 #include <limits>
@@ -12,8 +13,9 @@
 
 namespace test {
 
-/// Integers uniform in [lo, hi]; floating values uniform in [lo, hi), drawn in double and
-/// then rounded to T (so every floating type is given the same draw).
+/// Integers uniform in [lo, hi] (clipped to T's range: uint8 draws from [max(lo, 0), hi]);
+/// floating values uniform in [lo, hi), drawn in double and then rounded to T (so every
+/// floating type is given the same draw).
 struct Uniform {
   double lo = -3.0, hi = 3.0;
 };
@@ -40,8 +42,10 @@ std::vector<T> random_values(std::size_t n, std::uint64_t seed, [[maybe_unused]]
         return std::uniform_int_distribution<long long>(static_cast<long long>(std::numeric_limits<T>::min()),
                                                         static_cast<long long>(std::numeric_limits<T>::max()));
       } else {
-        return std::uniform_int_distribution<long long>(static_cast<long long>(spread.lo),
-                                                        static_cast<long long>(spread.hi));
+        const auto low = static_cast<long long>(std::numeric_limits<T>::min());
+        const auto high = static_cast<long long>(std::numeric_limits<T>::max());
+        return std::uniform_int_distribution<long long>(std::max(low, static_cast<long long>(spread.lo)),
+                                                        std::min(high, static_cast<long long>(spread.hi)));
       }
     }();
     for (auto& v : out) v = static_cast<T>(dist(engine));

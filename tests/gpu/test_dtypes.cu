@@ -8,6 +8,7 @@
 
 #include <et/et.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -272,4 +273,36 @@ TEMPLATE_TEST_CASE("16-bit creation and copies on the GPU are bit-identical to t
     CHECK(wrong == 0);
     CHECK(et::Tensor<H, 1, Gpu>(on_gpu.storage(), 0x7e01, {1}, {1}).item().bits == 0x7e01);
   }
+}
+
+TEST_CASE("uint8 on the GPU gives the CPU's values: wrapping, saturating casts, argmax, sums", "[dtypes][uint8]") {
+  // 1000003 bytes: the vectorized path (16 bytes a load) and an odd tail; a transposed view:
+  // the strided path.
+  std::mt19937_64 rng(11);
+  std::vector<std::uint8_t> bytes(1000003);
+  for (auto& b : bytes) b = static_cast<std::uint8_t>(rng());
+  const auto a = et::from_vector(et::cpu, bytes, {1000003});
+  const auto ag = a.to(et::cuda<0>);
+  const auto b = et::eval(a * 7 + 3);
+  const auto bg = et::eval(ag * 7 + 3);
+  CHECK(bg.to_vector() == b.to_vector());
+  CHECK(et::eval(ag - bg).to_vector() == et::eval(a - b).to_vector());
+  CHECK(et::eval(-ag).to_vector() == et::eval(-a).to_vector());
+  CHECK(et::eval(et::cast<float>(ag) / 255.0f).to_vector() == et::eval(et::cast<float>(a) / 255.0f).to_vector());
+  const auto square = a.slice(0, 0, 1000000).reshape(std::array<std::int64_t, 2>{1000, 1000});
+  const auto square_g = square.to(et::cuda<0>);
+  CHECK(et::eval(square_g.transpose(0, 1) + square_g).to_vector() == et::eval(square.transpose(0, 1) + square).to_vector());
+  // Casts from float saturate alike on both devices (NaN and the infinities included).
+  const std::vector<float> edges{-1e10f, -1, -0.5f, 0, 0.5f, 127.5f, 254.9f, 255, 255.5f, 256, 1e10f,
+                                 std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                                 -std::numeric_limits<float>::infinity()};
+  const auto f = et::from_vector(et::cpu, edges, {static_cast<std::int64_t>(edges.size())});
+  const std::vector<std::uint8_t> want{0, 0, 0, 0, 0, 127, 254, 255, 255, 255, 255, 0, 255, 0};
+  CHECK(et::eval(et::cast<std::uint8_t>(f)).to_vector() == want);
+  CHECK(et::eval(et::cast<std::uint8_t>(f.to(et::cuda<0>))).to_vector() == want);
+  // Sums to int64; max and argmax order bytes above 127 after those below.
+  CHECK(et::sum(ag).item() == et::sum(a).item());
+  CHECK(et::max(ag).item() == 255);
+  CHECK(et::argmax(square_g, 1).to_vector() == et::argmax(square, 1).to_vector());
+  // Sorting uint8 (CUB) is in test_index.cu.
 }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "../common/reference.hpp"
@@ -70,7 +71,7 @@ TEST_CASE("gather, index_select, embedding, flip and scatter_add on cuda:0 give 
   const auto src = random_cpu<float, 2>({4000, 1000}, 7);
   check_matches_cpu(et::scatter_add(into.to(et::cuda<0>), 0, to_rows.to(et::cuda<0>), src.to(et::cuda<0>)),
                     et::scatter_add(into, 0, to_rows, src), 1e-4);
-  for (auto type_case : {0, 1, 2}) {
+  for (auto type_case : {0, 1, 2, 3}) {
     CAPTURE(type_case);
     const auto ints = random_indices<1>({3000}, 11, 8);
     auto scatter = [&](auto zero, auto dev) {
@@ -81,9 +82,24 @@ TEST_CASE("gather, index_select, embedding, flip and scatter_add on cuda:0 give 
     if (type_case == 0) CHECK(scatter(std::int64_t{}, et::cuda<0>).to(et::cpu).to_vector() == scatter(std::int64_t{}, et::cpu).to_vector());
     if (type_case == 1) CHECK(scatter(std::int32_t{}, et::cuda<0>).to(et::cpu).to_vector() == scatter(std::int32_t{}, et::cpu).to_vector());
     if (type_case == 2) check_matches_cpu(scatter(et::bfloat16{}, et::cuda<0>), scatter(et::bfloat16{}, et::cpu), 1e-2);
+    // uint8: 11 neighbouring bytes in three 32-bit words (compare-and-swap), about 270
+    // additions each, so every count wraps past 255 as the CPU's does.
+    if (type_case == 3) CHECK(scatter(std::uint8_t{}, et::cuda<0>).to(et::cpu).to_vector() == scatter(std::uint8_t{}, et::cpu).to_vector());
   }
   CHECK_THROWS_WITH(et::gather(xg, 1, et::full<std::int64_t>(et::cuda<0>, {1, 1}, 1000)),
                     Contains("gather: indices range over [1000, 1000], outside [0, 1000) of axis 1"));
+}
+
+TEST_CASE("uint8: sort and cumsum on cuda:0 order bytes above 127 last, as the CPU", "[scan][uint8]") {
+  std::mt19937_64 rng(12);
+  std::vector<std::uint8_t> bytes(300 * 1001);
+  for (auto& b : bytes) b = static_cast<std::uint8_t>(rng());
+  const auto x = et::from_vector(et::cpu, bytes, {300, 1001});
+  const auto [values, indices] = et::sort(x.to(et::cuda<0>), 1);
+  const auto [cpu_values, cpu_indices] = et::sort(x, 1);
+  CHECK(values.to(et::cpu).to_vector() == cpu_values.to_vector());
+  CHECK(indices.to(et::cpu).to_vector() == cpu_indices.to_vector());  // stable on both: ties in order
+  CHECK(et::cumsum(x.to(et::cuda<0>), 1).to(et::cpu).to_vector() == et::cumsum(x, 1).to_vector());  // int64
 }
 
 TEST_CASE("cumsum, sort and topk on cuda:0 (CUB) give the CPU's values", "[scan]") {

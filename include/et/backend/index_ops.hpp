@@ -49,6 +49,8 @@ template <class T>
 ET_HD auto ordered_key(T v) {
   if constexpr (std::is_same_v<T, bool>) {
     return static_cast<std::uint8_t>(v);
+  } else if constexpr (std::is_unsigned_v<T>) {
+    return v;
   } else if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
     return static_cast<U>(static_cast<U>(v) ^ (U{1} << (sizeof(T) * 8 - 1)));

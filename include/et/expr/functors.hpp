@@ -201,10 +201,10 @@ struct Negate {
 struct Abs {
   template <class A> ET_HD A operator()(A a) const {
     if constexpr (std::is_floating_point_v<A>) return math::fabs(a);
-    else if constexpr (std::is_same_v<A, bool>) return a;
+    else if constexpr (std::is_unsigned_v<A> || std::is_same_v<A, bool>) return a;
     else return a < 0 ? arithmetic<A>(A(0), a, MinusFn{}) : a;
   }
-  /// sign(x): 0 at 0, as PyTorch.
+  /// sign(x): 0 at 0, as PyTorch (only floating types have gradients).
   template <int K, class R, class A> ET_HD static A partial(R, A a) { return a > A(0) ? A(1) : a < A(0) ? A(-1) : A(0); }
 };
 struct Square {
@@ -213,7 +213,10 @@ struct Square {
 };
 /// relu(NaN) is NaN, as in PyTorch.
 struct Relu {
-  template <class A> ET_HD A operator()(A a) const { return a < A(0) ? A(0) : a; }
+  template <class A> ET_HD A operator()(A a) const {
+    if constexpr (std::is_unsigned_v<A>) return a;
+    else return a < A(0) ? A(0) : a;
+  }
   /// 0 at 0, as PyTorch (threshold_backward).
   template <int K, class R, class A> ET_HD static A partial(R, A a) { return a > A(0) ? A(1) : A(0); }
 };
@@ -310,12 +313,12 @@ struct Cast {
   using element_type = U;
   template <class A> ET_HD compute_t<U> operator()(A a) const {
     if constexpr (std::is_floating_point_v<A> && std::is_integral_v<U> && !std::is_same_v<U, bool>) {
-      static_assert(std::is_signed_v<U>, "et: Cast<U>'s saturation assumes a signed U; give an unsigned U its own bounds");
-      // 2^31 or 2^63: U's max + 1 and -min, exact in float and double.
-      constexpr A limit = A(-static_cast<double>(std::numeric_limits<U>::min()));
+      // U's max + 1 (2^8, 2^31 or 2^63) and its min (0, -2^31 or -2^63): exact in float and double.
+      constexpr A high = A(static_cast<double>(std::numeric_limits<U>::max() / 2 + 1) * 2.0);
+      constexpr A low = A(std::numeric_limits<U>::min());
       if (!(a == a)) return U(0);
-      if (a >= limit) return std::numeric_limits<U>::max();
-      if (a <= -limit) return std::numeric_limits<U>::min();
+      if (a >= high) return std::numeric_limits<U>::max();
+      if (a <= low) return std::numeric_limits<U>::min();
     }
     return compute_t<U>(static_cast<U>(a));
   }

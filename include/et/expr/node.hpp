@@ -201,13 +201,16 @@ void require_defined_operand(const X& x) {
 }
 
 /// Wraps a C++ scalar in the element type it takes beside an expression of type T; an
-/// expression is copied, or moved when it is a temporary.
+/// expression is copied, or moved when it is a temporary. A scalar that an integer type
+/// cannot hold is an et::Error (uint8 tensor + 256, int32 tensor + 2^40), as in PyTorch.
 template <class T, class X>
 auto as_operand(X&& x) {
   require_defined_operand(x);
   using V = std::remove_cvref_t<X>;
+  using S = scalar_type_t<T, V>;
   if constexpr (Expression<V>) return V(std::forward<X>(x));
-  else return ScalarExpr<scalar_type_t<T, V>>(static_cast<compute_t<scalar_type_t<T, V>>>(x));
+  else if constexpr (std::is_integral_v<S>) return ScalarExpr<S>(scalar_as<S>(x, "a scalar operand"));
+  else return ScalarExpr<S>(static_cast<compute_t<S>>(x));
 }
 
 /// The promoted element type of the expression operands in a list (void if none):

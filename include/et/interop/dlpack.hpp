@@ -7,7 +7,7 @@
 //
 // Export: data points at the first element (byte_offset 0), shape and strides in elements
 // (strides always given), the device kDLCPU, kDLCUDAHost (Pinned) or kDLCUDA with its
-// index; dtypes float32/64, float16, bfloat16, int32/64, bool (code 6, kDLBool in DLPack
+// index; dtypes float32/64, float16, bfloat16, int32/64, uint8, bool (code 6, kDLBool in DLPack
 // 0.8 and later). The tensor's storage lives until the deleter is called.
 // Import: the element type, rank and device are part of etensor's type, so the caller names
 // them; a DLPack tensor of another dtype, rank, device or with lanes != 1 is an et::Error,
@@ -48,6 +48,7 @@ constexpr DLDataType data_type() {
   else if constexpr (std::is_same_v<T, bfloat16>) return {kDLBfloat, 16, 1};
   else if constexpr (std::is_same_v<T, half>) return {kDLFloat, 16, 1};
   else if constexpr (std::is_floating_point_v<T>) return {kDLFloat, static_cast<std::uint8_t>(8 * sizeof(T)), 1};
+  else if constexpr (std::is_unsigned_v<T>) return {kDLUInt, static_cast<std::uint8_t>(8 * sizeof(T)), 1};
   else return {kDLInt, static_cast<std::uint8_t>(8 * sizeof(T)), 1};
 }
 

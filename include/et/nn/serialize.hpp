@@ -34,6 +34,7 @@ constexpr const char* safetensors_dtype() {
   else if constexpr (std::is_same_v<T, bfloat16>) return "BF16";
   else if constexpr (std::is_same_v<T, std::int64_t>) return "I64";
   else if constexpr (std::is_same_v<T, std::int32_t>) return "I32";
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return "U8";
   else return "BOOL";
 }
 

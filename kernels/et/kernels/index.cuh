@@ -22,6 +22,19 @@ __device__ __forceinline__ void atomic_add(std::int64_t* at, std::int64_t v) {
   // Two's complement: adding the unsigned bits is the signed sum.
   atomicAdd(reinterpret_cast<unsigned long long*>(at), static_cast<unsigned long long>(v));
 }
+/// CUDA has no 8-bit atomicAdd: compare-and-swap the aligned 32-bit word that holds the
+/// byte (the sum wraps modulo 256, as uint8 arithmetic does).
+__device__ __forceinline__ void atomic_add(std::uint8_t* at, std::uint8_t v) {
+  const auto address = reinterpret_cast<std::uintptr_t>(at);
+  auto* word = reinterpret_cast<unsigned int*>(address & ~std::uintptr_t{3});
+  const unsigned int shift = static_cast<unsigned int>(address & 3) * 8;
+  unsigned int old = *word, assumed;
+  do {
+    assumed = old;
+    const unsigned int byte = ((assumed >> shift) + v) & 0xFFu;
+    old = atomicCAS(word, assumed, (assumed & ~(0xFFu << shift)) | (byte << shift));
+  } while (assumed != old);
+}
 __device__ __forceinline__ void atomic_add(et::half* at, et::half v) {
   atomicAdd(reinterpret_cast<__half*>(at), __float2half(static_cast<float>(v)));
 }
