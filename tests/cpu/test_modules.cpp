@@ -2,6 +2,7 @@
 // module_cases.hpp, loader_cases.hpp), and the
 // safetensors format: byte-exact against the reference implementation's own test vectors,
 // round trips through modules, and every kind of bad file.
+#include "../common/files.hpp"
 #include "../common/init_cases.hpp"
 #include "../common/loader_cases.hpp"
 #include "../common/module_cases.hpp"
@@ -11,12 +12,8 @@
 
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 TEST_CASE("modules: Linear against a double-precision reference (CPU)", "[nn][modules]") { test::check_linear<et::Cpu>(); }
 TEST_CASE("modules: members, parameters, to, train/eval, Sequential (CPU)", "[nn][modules]") {
@@ -45,13 +42,8 @@ std::vector<unsigned char> le_floats(std::initializer_list<float> values) {
   return out;
 }
 
-std::string temporary_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("et_test_" + std::to_string(::getpid()) + "_" + name)).string();
-}
-
-void write_bytes(const std::string& path, const std::vector<unsigned char>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-}
+using test::temporary_path;
+using test::write_bytes;
 
 }  // namespace
 
