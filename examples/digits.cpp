@@ -10,10 +10,10 @@
 #include <et/data/loader.hpp>
 #include <et/nn.hpp>
 
+#include "classifier.hpp"
 #include "plot_png.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -64,42 +64,6 @@ et::Tensor<T, R, et::Cpu> take(const et::Tensor<T, R, et::Cpu>& t, const std::ve
   return out;
 }
 
-struct Curves {
-  std::vector<double> loss, accuracy;
-};
-
-// [guide:digits-train]
-// Trains `model` for `epochs` on the loader's batches; after each epoch, one line: the mean
-// training loss, the test accuracy, and samples per second.
-template <class Model, class Loader, class X, class Y>
-Curves train(const char* name, Model& model, Loader& loader, const X& test_x, const Y& test_y, int epochs) {
-  et::optim::Adam opt(model.parameters(), {.lr = 2e-3});
-  Curves curves;
-  for (int epoch = 1; epoch <= epochs; ++epoch) {
-    const auto start = std::chrono::steady_clock::now();
-    model.train();
-    auto total = et::zeros<float>(test_x.device(), et::Shape<0>{});
-    for (const auto& [x, y] : loader) {     // batches copied one ahead, on a stream of their own
-      opt.zero_grad();
-      auto loss = et::nn::cross_entropy(model(x), y);
-      loss.backward();
-      opt.step();
-      total += loss.detach();                // summed on the device: no wait for the GPU here
-    }
-    const double mean_loss = total.item() / double(loader.size());
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    model.eval();
-    et::NoGradGuard no_grad;
-    const auto predicted = et::argmax(model(test_x), 1);
-    const double accuracy = et::mean(et::cast<float>(predicted == test_y)).item();
-    std::printf("%s epoch %2d  loss %.4f  test accuracy %.4f  %8.0f samples/s\n", name, epoch, mean_loss, accuracy,
-                double(loader.dataset().size()) / seconds);
-    curves.loss.push_back(mean_loss);
-    curves.accuracy.push_back(accuracy);
-  }
-  return curves;
-}
-// [guide:end]
 
 template <et::Device D>
 int run(D dev, const Digits& digits, int epochs, const std::string& png, const std::string& weights) {
@@ -128,9 +92,11 @@ int run(D dev, const Digits& digits, int epochs, const std::string& png, const s
   et::data::DataLoader square(et::data::TensorDataset(train_x.reshape(std::array<std::int64_t, 4>{n_train, 1, 8, 8}), train_y),
                               dev, batches);
   // [guide:end]
-  const auto mlp_curves = train("mlp", mlp, flat, test_x.to(dev), test_y, epochs);
+  et::optim::Adam mlp_opt(mlp.parameters(), {.lr = 2e-3});
+  const auto mlp_curves = example::train("mlp", mlp, mlp_opt, flat, test_x.to(dev), test_y, epochs);
   const auto test_images = test_x.reshape(std::array<std::int64_t, 4>{test_x.size(0), 1, 8, 8}).to(dev);
-  const auto cnn_curves = train("cnn", cnn, square, test_images, test_y, epochs);
+  et::optim::Adam cnn_opt(cnn.parameters(), {.lr = 2e-3});
+  const auto cnn_curves = example::train("cnn", cnn, cnn_opt, square, test_images, test_y, epochs);
 
   if (!png.empty()) {
     example::Chart chart(720, 320);

@@ -18,11 +18,13 @@
 namespace table7 {
 
 /// FCN-R: 784 -> 2048 -> 4096 -> 1024 -> 10 with sigmoids; weights Xavier-uniform, biases 0.
+/// `divisor` divides the hidden widths (the examples' small runs; 1 is Table 7's network).
 template <class T, et::Device D>
-auto fcn_r(D dev, std::uint64_t seed = 1) {
+auto fcn_r(D dev, std::uint64_t seed = 1, std::int64_t divisor = 1) {
   using Linear = et::nn::Linear<T, D>;
-  auto model = et::nn::Sequential(Linear(dev, 784, 2048), et::nn::Sigmoid{}, Linear(dev, 2048, 4096), et::nn::Sigmoid{},
-                                  Linear(dev, 4096, 1024), et::nn::Sigmoid{}, Linear(dev, 1024, 10));
+  const std::int64_t h1 = 2048 / divisor, h2 = 4096 / divisor, h3 = 1024 / divisor;
+  auto model = et::nn::Sequential(Linear(dev, 784, h1), et::nn::Sigmoid{}, Linear(dev, h1, h2), et::nn::Sigmoid{},
+                                  Linear(dev, h2, h3), et::nn::Sigmoid{}, Linear(dev, h3, 10));
   std::uint64_t k = 0;
   et::nn::for_each_tensor(model, [&](const std::string& name, const auto& t) {
     if (name.ends_with("weight")) et::nn::init::xavier_uniform_(t, seed + k++);
