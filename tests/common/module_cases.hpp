@@ -306,6 +306,30 @@ void check_batch_norm() {
         return bn(x);
       },
       grad_input<4>({3, 2, 2, 3}, 5), grad_input<1>({2}, 6), grad_input<1>({2}, 7));
+
+  // et::batch_norm itself: float (the fused backend path) and bfloat16 (fused expressions)
+  // on a transposed input give the double path's values; its checks.
+  const auto xt = et::from_vector(D{}, xs, {n, c, w, h}).transpose(2, 3);  // [n, c, h, w], not contiguous
+  const auto ones = et::ones<double>(D{}, {c}), zeros = et::zeros<double>(D{}, {c});
+  auto fresh_stats = [&](auto zero) {
+    using T = decltype(zero);
+    return std::pair{et::zeros<T>(D{}, {c}), et::ones<T>(D{}, {c})};
+  };
+  const auto [dm, dv] = fresh_stats(0.0);
+  const auto want = et::batch_norm(xt, dm, dv, ones, zeros);
+  const auto [fm, fv] = fresh_stats(0.0f);
+  const auto got = et::batch_norm(et::eval(et::cast<float>(xt)), fm, fv, et::ones<float>(D{}, {c}), et::zeros<float>(D{}, {c}));
+  check_all_close(got.to_vector(), want.to_vector(), 2e-5);
+  check_all_close(fv.to_vector(), dv.to_vector(), 1e-6);
+  const auto [bm, bv] = fresh_stats(et::bfloat16{});
+  const auto low = et::batch_norm(et::eval(et::cast<et::bfloat16>(xt)), bm, bv, et::ones<et::bfloat16>(D{}, {c}),
+                                  et::zeros<et::bfloat16>(D{}, {c}));
+  check_all_close(et::eval(et::cast<double>(low)).to_vector(), want.to_vector(), 5e-2);
+  CHECK_THROWS_WITH(et::batch_norm(xt, dm, dv, ones, et::zeros<double>(D{}, {c + 1})),
+                    Catch::Contains("batch_norm of input [4, 3, 5, 2]: running_mean, running_var, weight and bias must have shape [3]"));
+  CHECK_THROWS_WITH(et::batch_norm(xt, dm, dv, ones, zeros, {.eps = 0}), Catch::Contains("eps must be positive"));
+  CHECK_THROWS_WITH(et::batch_norm(xt, dm, et::zeros<double>(D{}, {2 * c}).slice(0, 0, 2 * c, 2), ones, zeros),
+                    Catch::Contains("must be contiguous"));
 }
 
 template <class D>

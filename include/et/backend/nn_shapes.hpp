@@ -154,6 +154,17 @@ struct PoolGeometry {
   Shape<4> output_shape() const { return nhwc() ? Shape<4>{n, p, q, c} : Shape<4>{n, c, p, q}; }
 };
 
+/// Batch normalization in training over [N, C, H, W] (nchw, packed) per channel: `count`
+/// = N * H * W values a channel; the running statistics move by `momentum` (PyTorch's
+/// meaning: running = (1 - momentum) running + momentum batch), the variance biased in
+/// the normalization and unbiased in running_var.
+struct BatchNormGeometry {
+  std::int64_t n = 0, c = 0, hw = 0;
+  double eps = 1e-5, momentum = 0.1;
+
+  std::int64_t count() const { return n * hw; }
+};
+
 /// Checks a pooling of an input of shape `input` (options.layout's axis order) and works
 /// out its geometry. Throws ShapeError, naming `operation` and the shape, for an unset or
 /// non-positive kernel, a negative stride, padding outside [0, kernel / 2], an empty

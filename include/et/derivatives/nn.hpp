@@ -1,7 +1,9 @@
-// Recording convolution and pooling. `y = conv2d(x, w[, bias])` is one node whose backward
-// runs the backend's data and filter gradients (cuDNN / im2col) and sums dy for the bias;
-// max pooling's backward reads the saved input and output (the positions of the maxima),
-// average pooling's only the input's shape. The gradients themselves are public
+// Recording convolution, pooling and batch normalization. `y = conv2d(x, w[, bias])` is
+// one node whose backward runs the backend's data and filter gradients (cuDNN / im2col) and
+// sums dy for the bias; max pooling's backward reads the saved input and output (the
+// positions of the maxima), average pooling's only the input's shape; batch_norm's (in
+// training, float and double) reads x, the weight and the saved mean and inverse deviation,
+// and gives dx, dweight and dbias from one backend call. The gradients themselves are public
 // operations (ops/nn.hpp: conv2d_backward_data, conv2d_backward_filter,
 // max_pool2d_backward, avg_pool2d_backward).
 #pragma once
@@ -10,6 +12,7 @@
 #include <tuple>
 
 #include "et/autograd/graph.hpp"
+#include "et/ops/batch_norm.hpp"
 #include "et/ops/nn.hpp"
 #include "et/ops/reduce.hpp"
 
@@ -41,6 +44,27 @@ void record_conv([[maybe_unused]] Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, 
       };
       record_op(y, "conv2d", std::tie(x, w, *bias), with_bias, x, w);
     }
+  }
+}
+
+/// Records y = batch_norm(x, ..., weight, bias) in training for autograd: one node whose
+/// backward is the backend's (cuDNN / one CPU pass per channel).
+template <class T, class D>
+void record_batch_norm([[maybe_unused]] Tensor<T, 4, D>& y, [[maybe_unused]] const Tensor<T, 4, D>& x,
+                       [[maybe_unused]] const Tensor<T, 1, D>& weight, [[maybe_unused]] const Tensor<T, 1, D>& bias,
+                       [[maybe_unused]] const Tensor<T, 1, D>& save_mean,
+                       [[maybe_unused]] const Tensor<T, 1, D>& save_invstd,
+                       [[maybe_unused]] const BatchNormGeometry& geometry) {
+  if constexpr (records_on<D>) {
+    if (!records(x, weight, bias)) return;
+    auto backward = [geometry](const auto& g, const auto&, const auto& x, const auto& w, const auto& mean,
+                               const auto& invstd) {
+      auto dx = Tensor<T, 4, D>::allocate(x.shape());
+      auto dw = Tensor<T, 1, D>::allocate(w.shape()), db = Tensor<T, 1, D>::allocate(w.shape());
+      batch_norm_backward(backend<D>, geometry, x.contiguous(), g.contiguous(), w.contiguous(), mean, invstd, dx, dw, db);
+      return std::tuple{dx, dw, db};
+    };
+    record_op(y, "batch_norm", std::tie(x, weight, bias), backward, x, weight, save_mean, save_invstd);
   }
 }
 

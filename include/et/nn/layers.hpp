@@ -210,36 +210,16 @@ class BatchNorm2d : public Module<BatchNorm2d<T, D>> {
       if (x.size(1) != c)
         throw ShapeError("et: BatchNorm2d(" + std::to_string(c) + "): the input has shape " + format_shape(x.shape()) +
                          "; [N, C, H, W] with C = " + std::to_string(c));
-      const Shape<4> per_channel{1, c, 1, 1};
-      const auto w = weight.view(per_channel);
-      const auto b = bias.view(per_channel);
-      const T eps = T(options.eps);
-      if (!this->is_training())
-        return Tensor<T, 4, D>((x - running_mean.view(per_channel)) * rsqrt(running_var.view(per_channel) + eps) * w + b);
-      const std::int64_t count = x.size(0) * x.size(2) * x.size(3);
-      if (count <= 1)
-        throw ShapeError("et: BatchNorm2d in training needs more than one value per channel, got input shape " +
-                         format_shape(x.shape()));
-      const Tensor<T, 4, D> mean = channel_mean(x);
-      const Tensor<T, 4, D> centered = x - mean;
-      const Tensor<T, 4, D> variance = channel_mean(centered * centered);
-      Tensor<T, 4, D> y = centered * rsqrt(variance + eps) * w + b;
-      NoGradGuard no_grad;
-      const T m = T(options.momentum);
-      const T unbiased = T(double(count) / double(count - 1));
-      running_mean = (T(1) - m) * running_mean + m * mean.detach().view(Shape<1>{c});
-      running_var = (T(1) - m) * running_var + (m * unbiased) * variance.detach().view(Shape<1>{c});
-      num_batches_tracked += std::int64_t{1};
+      const Tensor<T, 4, D> y = batch_norm(x, running_mean, running_var, weight, bias,
+                                           {.training = this->is_training(), .momentum = options.momentum, .eps = options.eps});
+      if (this->is_training()) {
+        NoGradGuard no_grad;
+        num_batches_tracked += std::int64_t{1};
+      }
       return y;
     } else {
       return {};
     }
-  }
-
- private:
-  template <class E>
-  static Tensor<T, 4, D> channel_mean(const E& e) {  // over N, H and W: equal groups, so a mean of means
-    return mean(mean(mean(e, 3, true), 2, true), 0, true);
   }
 };
 

@@ -1,45 +1,13 @@
 // Pooling on a CUDA device through cuDNN's legacy API (cudnnPoolingForward/Backward:
 // 4-d descriptors with strides, so nchw and nhwc alike), which needs no algorithm search.
-// Handles, errors and the stream binding come from cudnn.hpp.
+// Handles, errors and the stream binding come from cudnn.hpp, tensor descriptors from
+// cudnn_legacy.hpp.
 #pragma once
 
-#include <climits>
-
-#include "et/backend/cuda/cudnn.hpp"
+#include "et/backend/cuda/cudnn_legacy.hpp"
 #include "et/backend/nn_shapes.hpp"
 
 namespace et::detail::cudnn_backend {
-
-inline int to_int(std::int64_t value, const char* what) {
-  if (value > INT_MAX)
-    throw Error(std::string("et: ") + what + " is too large for cuDNN's pooling (which takes 32-bit extents): " +
-                std::to_string(value));
-  return static_cast<int>(value);
-}
-
-/// A legacy 4-d tensor descriptor: extents N, C, H, W with the layout's packed strides.
-class TensorDescriptor {
- public:
-  TensorDescriptor(cudnnDataType_t type, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, Layout layout) {
-    to_int(n * c * h * w, "a pooling tensor's element count");
-    ET_CUDNN_CHECK(cudnnCreateTensorDescriptor(&desc_));
-    const bool nhwc = layout == Layout::nhwc;
-    const cudnnStatus_t status = cudnnSetTensor4dDescriptorEx(
-        desc_, type, int(n), int(c), int(h), int(w), int(c * h * w), nhwc ? 1 : int(h * w), nhwc ? int(w * c) : int(w),
-        nhwc ? int(c) : 1);
-    if (status != CUDNN_STATUS_SUCCESS) {
-      (void)cudnnDestroyTensorDescriptor(desc_);
-      throw_cudnn_error(status, "cudnnSetTensor4dDescriptorEx", __FILE__, __LINE__);
-    }
-  }
-  TensorDescriptor(const TensorDescriptor&) = delete;
-  TensorDescriptor& operator=(const TensorDescriptor&) = delete;
-  ~TensorDescriptor() { (void)cudnnDestroyTensorDescriptor(desc_); }
-  cudnnTensorDescriptor_t get() const { return desc_; }
-
- private:
-  cudnnTensorDescriptor_t desc_ = nullptr;
-};
 
 class PoolingDescriptor {
  public:
@@ -65,15 +33,6 @@ class PoolingDescriptor {
 
  private:
   cudnnPoolingDescriptor_t desc_ = nullptr;
-};
-
-/// Legacy scaling factors: double for double data, float otherwise.
-struct Scale {
-  explicit Scale(cudnnDataType_t type, double value) : as_double(value), as_float(float(value)), is_double(type == CUDNN_DATA_DOUBLE) {}
-  const void* get() const { return is_double ? static_cast<const void*>(&as_double) : static_cast<const void*>(&as_float); }
-  double as_double;
-  float as_float;
-  bool is_double;
 };
 
 /// y = max_pool2d(x) or avg_pool2d(x); both packed in g.layout.
