@@ -127,6 +127,11 @@ using scalar_element_t =
                        std::conditional_t<std::is_floating_point_v<S>, std::conditional_t<sizeof(S) <= 4, float, double>,
                                           std::conditional_t<sizeof(S) <= 4, std::int32_t, std::int64_t>>>;
 
+/// One past the largest value of the integer type T (2^8 for uint8, 2^31, 2^63): exact in
+/// float and double, the bound every conversion into T checks against.
+template <class T>
+inline constexpr double integer_end_v = static_cast<double>(std::numeric_limits<T>::max() / 2 + 1) * 2.0;
+
 /// `value` as T. For an integer T, throws et::Error when T cannot hold it: NaN, infinities
 /// and out-of-range values would otherwise convert with undefined behaviour (or, for
 /// uint8, wrap: PyTorch refuses uint8 tensor + 300 too).
@@ -135,9 +140,9 @@ T scalar_as(S value, const char* what) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<S, bool>) {
     bool fits = true;
     if constexpr (std::is_floating_point_v<S>) {
-      // T's min and max + 1 (0 or -2^(bits-1), and 2^bits or 2^(bits-1)) are exact in S.
+      // T's min (0 or -2^(bits-1)) and integer_end_v are exact in S.
       const S low = static_cast<S>(std::numeric_limits<T>::min());
-      const S high = static_cast<S>(static_cast<double>(std::numeric_limits<T>::max() / 2 + 1) * 2.0);
+      const S high = static_cast<S>(integer_end_v<T>);
       fits = value >= low && value < high;  // false for NaN
     } else if constexpr (std::is_integral_v<S>) {
       fits = std::in_range<T>(value);

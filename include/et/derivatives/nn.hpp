@@ -48,10 +48,12 @@ void record_conv([[maybe_unused]] Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, 
 }
 
 /// Records y = batch_norm(x, ..., weight, bias) in training for autograd: one node whose
-/// backward is the backend's (cuDNN / one CPU pass per channel).
+/// backward is the backend's (cuDNN / one CPU pass per channel). It saves `packed`, the
+/// contiguous x the forward pass read (x itself when it already was), not x again.
 template <class T, class D>
 void record_batch_norm([[maybe_unused]] Tensor<T, 4, D>& y, [[maybe_unused]] const Tensor<T, 4, D>& x,
-                       [[maybe_unused]] const Tensor<T, 1, D>& weight, [[maybe_unused]] const Tensor<T, 1, D>& bias,
+                       [[maybe_unused]] const Tensor<T, 4, D>& packed, [[maybe_unused]] const Tensor<T, 1, D>& weight,
+                       [[maybe_unused]] const Tensor<T, 1, D>& bias,
                        [[maybe_unused]] const Tensor<T, 1, D>& save_mean,
                        [[maybe_unused]] const Tensor<T, 1, D>& save_invstd,
                        [[maybe_unused]] const BatchNormGeometry& geometry) {
@@ -61,10 +63,10 @@ void record_batch_norm([[maybe_unused]] Tensor<T, 4, D>& y, [[maybe_unused]] con
                                const auto& invstd) {
       auto dx = Tensor<T, 4, D>::allocate(x.shape());
       auto dw = Tensor<T, 1, D>::allocate(w.shape()), db = Tensor<T, 1, D>::allocate(w.shape());
-      batch_norm_backward(backend<D>, geometry, x.contiguous(), g.contiguous(), w.contiguous(), mean, invstd, dx, dw, db);
+      batch_norm_backward(backend<D>, geometry, x, g.contiguous(), w.contiguous(), mean, invstd, dx, dw, db);
       return std::tuple{dx, dw, db};
     };
-    record_op(y, "batch_norm", std::tie(x, weight, bias), backward, x, weight, save_mean, save_invstd);
+    record_op(y, "batch_norm", std::tie(x, weight, bias), backward, packed, weight, save_mean, save_invstd);
   }
 }
 

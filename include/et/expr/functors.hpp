@@ -313,8 +313,8 @@ struct Cast {
   using element_type = U;
   template <class A> ET_HD compute_t<U> operator()(A a) const {
     if constexpr (std::is_floating_point_v<A> && std::is_integral_v<U> && !std::is_same_v<U, bool>) {
-      // U's max + 1 (2^8, 2^31 or 2^63) and its min (0, -2^31 or -2^63): exact in float and double.
-      constexpr A high = A(static_cast<double>(std::numeric_limits<U>::max() / 2 + 1) * 2.0);
+      // U's min (0, -2^31 or -2^63) and one past its max: exact in float and double.
+      constexpr A high = A(integer_end_v<U>);
       constexpr A low = A(std::numeric_limits<U>::min());
       if (!(a == a)) return U(0);
       if (a >= high) return std::numeric_limits<U>::max();

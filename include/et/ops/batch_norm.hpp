@@ -77,7 +77,7 @@ Tensor<T, 4, D> batch_norm_impl(const Tensor<T, 4, D>& x, const Tensor<T, 1, D>&
     auto save_mean = Tensor<T, 1, D>::allocate(Shape<1>{g.c}), save_invstd = Tensor<T, 1, D>::allocate(Shape<1>{g.c});
     batch_norm_forward(backend<D>, g, packed, weight.contiguous(), bias.contiguous(), y, running_mean, running_var,
                        save_mean, save_invstd);
-    record_batch_norm(y, x, weight, bias, save_mean, save_invstd, g);
+    record_batch_norm(y, x, packed, weight, bias, save_mean, save_invstd, g);
     return y;
   } else {
     const Tensor<T, 4, D> mean = channel_mean<T, D>(x);
