@@ -11,7 +11,8 @@
 // to the result type (half overflows to infinity), to that type's rounding on the scale of
 // the terms (a * b - b cancels). Where both types are integers (or bool) the values reach the ends of
 // uint8, int32 and +-2^40, so sums and products wrap; beside a floating type they stay small
-// integers, exact in every type. Shared by the CPU and GPU tests.
+// integers, exact in every type. Every pair with every expression runs once on elements
+// before the random cases (which draw A, B and the expression). Shared by the CPU and GPU tests.
 #pragma once
 
 #include "promotion.hpp"
@@ -118,13 +119,14 @@ constexpr double promotion_tolerance() {
   else return 0;
 }
 
-/// One case: a of type A in a random layout, b of type B broadcast along random axes.
+/// One case: a of type A in a random layout, b of type B broadcast along random axes (a
+/// shape with elements where `nonempty`).
 template <class A, class B, class Case, class D>
-bool run_promotion_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::int64_t index) {
+bool run_promotion_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::int64_t index, bool nonempty = false) {
   static constexpr std::int64_t extents[] = {0, 1, 1, 2, 3, 4, 5, 7, 8, 13};
   RShape shape{}, b_shape{};
   for (int d = 0; d < 3; ++d) {
-    shape[d] = extents[rng() % 10];
+    shape[d] = nonempty ? extents[1 + rng() % 9] : extents[rng() % 10];
     b_shape[d] = rng() % 3 == 0 ? 1 : shape[d];
   }
   const auto a = random_operand<A>(dev, shape, rng, promotion_value<A, B>);
@@ -160,11 +162,24 @@ bool run_promotion_case(D dev, std::mt19937_64& rng, std::uint64_t seed, std::in
   return true;
 }
 
-/// The promotion family: A, then B, drawn from the eight types, then one expression.
+/// The promotion family: first every pair of the eight types with every expression once, on
+/// elements (256 cases, whatever the case count), then A, B and the expression drawn at random.
 template <class D>
 void run_promotion_family(const char* where, D dev) {
   const std::uint64_t seed = random_seed() + 8;
   std::mt19937_64 rng(seed);
+  std::int64_t every_failed = 0, every = 0;
+  auto once = [&]<class A, class B, class... Cases>() {
+    ((every_failed += !run_promotion_case<A, B, Cases>(dev, rng, seed, every++, true)), ...);
+  };
+  [&]<std::size_t... Pairs>(std::index_sequence<Pairs...>) {
+    (once.template operator()<TypeAt<Pairs / type_count>, TypeAt<Pairs % type_count>, WherePromoted, TrueDivision,
+                              IntegerScalar, FloatingScalar>(),
+     ...);
+  }(std::make_index_sequence<type_count * type_count>{});
+  std::printf("type promotion on %s: every pair with every expression, %lld cases, %lld failed\n", where,
+              static_cast<long long>(every), static_cast<long long>(every_failed));
+  CHECK(every_failed == 0);
   run_family_over<bool, std::uint8_t, std::int32_t, std::int64_t, et::half, et::bfloat16, float, double>(
       "type promotion", where, seed, rng, [&](auto a_tag, std::int64_t c) {
         using A = decltype(a_tag);

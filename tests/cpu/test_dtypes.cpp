@@ -1,8 +1,9 @@
 // half and bfloat16 on the CPU: conversions (exhaustive over the 16-bit patterns, checked
 // against an independent reference rounding and, where the CUDA headers are available,
-// against CUDA's own host conversions), promotion for every pair of element types, every
-// elementwise operation on every floating type against an fp64 reference, rounding once
-// in fused expressions, casts between all types, and creation.
+// against CUDA's own host conversions), the promoted type of every pair of element types
+// (statically; their values: the promotion family, test_random.cpp), every elementwise
+// operation on every floating type against an fp64 reference, rounding once in fused
+// expressions, casts between all types, and creation.
 #include "../common/promotion.hpp"
 #include "../common/reference.hpp"
 
@@ -420,13 +421,6 @@ TEMPLATE_TEST_CASE("every elementwise operation on every floating type, against 
   }
 }
 
-/// x reduced as P's arithmetic does: uint8 wraps modulo 256 (x >= 0 here); the rest hold x.
-template <class P>
-double wrapped(double x) {
-  if constexpr (std::is_same_v<P, std::uint8_t>) return std::fmod(x, 256.0);
-  else return x;
-}
-
 /// The cast U(a) by its definition: integer to integer wraps (to bool: nonzero); floating to
 /// integer truncates toward zero and saturates at U's limits (uint8: 0 and 255).
 template <class U, class A>
@@ -440,37 +434,6 @@ U reference_cast(A a) {
     else if constexpr (et::detail::is_16bit_float_v<U>) return U(v);  // rounded once (tested above)
     else return static_cast<U>(v);
   }
-}
-
-TEST_CASE("mixed element types: every pair, against fp64", "[dtypes][ops][promotion]") {
-  const std::int64_t n = 1001;
-  auto run_pair = [&]<std::size_t I, std::size_t J>(std::integral_constant<std::size_t, I>,
-                                                     std::integral_constant<std::size_t, J>) {
-    using A = TypeAt<I>;
-    using B = TypeAt<J>;
-    using P = TypeAt<static_cast<std::size_t>(promoted[I][J])>;
-    const auto av = random_values<A>(1001, 10 + I, -20, 20), bv = random_values<B>(1001, 20 + J, -20, 20);
-    const auto a = et::from_vector(et::cpu, av, {n}), b = et::from_vector(et::cpu, bv, {n});
-    std::vector<double> sum(av.size()), product(av.size()), less(av.size()), chosen(av.size());
-    for (std::size_t i = 0; i < av.size(); ++i) {
-      const double u = static_cast<double>(av[i]), v = static_cast<double>(bv[i]);
-      sum[i] = std::is_same_v<P, bool> ? double(u + v != 0) : wrapped<P>(u + v);
-      product[i] = wrapped<P>(u * v);
-      less[i] = u < v;
-      chosen[i] = u > v ? u : v;
-    }
-    INFO("A = type " << I << ", B = type " << J);
-    const Tolerance tol = tolerance<P>();
-    check_close(et::eval(a + b).to_vector(), sum, tol, "a + b");
-    check_close(et::eval(a * b).to_vector(), product, tol, "a * b");
-    check_close(et::eval(a < b).to_vector(), less, exact, "a < b");
-    check_close(et::eval(et::where(a > b, a, b)).to_vector(), chosen, exact, "where(a > b, a, b)");
-  };
-  [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-    (run_pair(std::integral_constant<std::size_t, Is / test::type_count>{},
-              std::integral_constant<std::size_t, Is % test::type_count>{}),
-     ...);
-  }(std::make_index_sequence<test::type_count * test::type_count>{});
 }
 
 TEST_CASE("casts between every pair of element types", "[dtypes][cast]") {
