@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -61,6 +62,19 @@ class FusedNodeBase : public GradSink<T, RO, D> {
     leaves_.reserve(leaves);
   }
 
+  /// Leaves that are one tensor (same autograd state) form a group, whose first leaf writes
+  /// the gradient: group[l] is that leaf's index, or -1 for a leaf that needs no gradient.
+  void group_leaves(signed char* group) const {
+    for (std::size_t me = 0; me != leaves_.size(); ++me) {
+      group[me] = -1;
+      for (std::size_t first = 0; this->next[me] && first <= me; ++first)
+        if (this->next[first] && leaves_[first].identity == leaves_[me].identity) {
+          group[me] = static_cast<signed char>(first);
+          break;
+        }
+    }
+  }
+
   virtual void check_seed() const = 0;
   virtual void backward(const Tensor<T, RO, D>& g) = 0;
   virtual void release() = 0;
@@ -101,6 +115,26 @@ class FusedNodeBase : public GradSink<T, RO, D> {
   int ops_;
   std::vector<Leaf> leaves_;
 };
+
+/// The buffer a leaf's gradient is staged in over the index space, and its writer; true when
+/// the buffer is contiguous. A function of the leaf's type, compiled once for all expressions.
+template <class U, int R, class D, class Index>
+bool stage_leaf_gradient(Tensor<U, R, D>& out, Writer<U, R, Index>& writer, const SumPlan<std::size_t(R)>& plan) {
+  out = staging_buffer<U, D>(plan);
+  writer = make_writer<Index>(out);
+  return out.is_contiguous();
+}
+
+/// A leaf's gradient, staged over the index space, summed down to the leaf's shape and sent
+/// typed as the leaf's sink (a Pinned leaf of a host expression, whose device is Cpu, gets it
+/// in pinned memory).
+template <class Leaf, class U, int R, class D>
+void send_leaf_gradient(const std::shared_ptr<Node>& to, const Tensor<U, R, D>& staged,
+                        const SumPlan<std::size_t(R)>& plan, const std::type_identity_t<Shape<R>>& shape) {
+  auto sum = finish_sum(staged, plan, sum_target<Leaf::rank>(plan, shape));
+  if constexpr (std::is_same_v<typename Leaf::device_type, D>) send(to, std::move(sum));
+  else send(to, sum.to(typename Leaf::device_type{}));
+}
 
 template <class Out, class E, int R, class Seed>
 class FusedBackward;
@@ -144,37 +178,20 @@ class FusedBackward<Tensor<T, RO, D>, E, R, Seed> final : public FusedNodeBase<T
     using Writers = typename leaf_writers<Leaves, R, Index>::type;
     GradProgram<Index, R, Root, SeedReader, Writers, L> program{
         tree_reader<R, Index>(*expr_, shape), seed_.template reader<R, Index>(g, shape, *expr_), {}, {}};
-    // Leaves that are one tensor (same autograd state) form a group; its first leaf writes.
-    for (std::size_t me = 0; me != L; ++me) {
-      program.group[me] = -1;
-      for (std::size_t first = 0; this->next[me] && first <= me; ++first)
-        if (this->next[first] && this->leaves_[first].identity == this->leaves_[me].identity) {
-          program.group[me] = static_cast<signed char>(first);
-          break;
-        }
-    }
+    this->group_leaves(program.group);
     std::tuple<Tensor<typename list_at_t<Ls, Leaves>::value_type, R, D>...> staged;
     bool linear = seed_.linear(g) && plan_reads(shape, *expr_).linear;
-    auto allocate = [&]<std::size_t Lf>(std::integral_constant<std::size_t, Lf>) {
-      if (program.group[Lf] != static_cast<signed char>(Lf)) return;
-      auto& out = std::get<Lf>(staged);
-      out = staging_buffer<typename list_at_t<Lf, Leaves>::value_type, D>(this->leaves_[Lf].plan);
-      pack_get<Lf>(program.writers) = make_writer<Index>(out);
-      linear = linear && out.is_contiguous();
-    };
-    (allocate(std::integral_constant<std::size_t, Ls>{}), ...);
+    ((program.group[Ls] == static_cast<signed char>(Ls)
+          ? void(linear = stage_leaf_gradient(std::get<Ls>(staged), pack_get<Ls>(program.writers),
+                                              this->leaves_[Ls].plan) && linear)
+          : void()),
+     ...);
     run_gradient(backend<D>, program, shape, linear);  // the one kernel
-    // Each group's gradient, summed down to its leaf's shape and typed as the leaf's sink
-    // (a Pinned leaf of a host expression, whose device is Cpu, gets it in pinned memory).
-    auto finish = [&]<std::size_t Lf>(std::integral_constant<std::size_t, Lf>) {
-      if (program.group[Lf] != static_cast<signed char>(Lf)) return;
-      using Leaf = list_at_t<Lf, Leaves>;
-      const auto& plan = this->leaves_[Lf].plan;
-      auto sum = finish_sum(std::get<Lf>(staged), plan, sum_target<Leaf::rank>(plan, shape));
-      if constexpr (std::is_same_v<typename Leaf::device_type, D>) send(this->next[Lf], sum);
-      else send(this->next[Lf], sum.to(typename Leaf::device_type{}));
-    };
-    (finish(std::integral_constant<std::size_t, Ls>{}), ...);
+    // Each group's gradient, summed down to its leaf's shape and sent.
+    ((program.group[Ls] == static_cast<signed char>(Ls)
+          ? send_leaf_gradient<list_at_t<Ls, Leaves>>(this->next[Ls], std::get<Ls>(staged), this->leaves_[Ls].plan, shape)
+          : void()),
+     ...);
   }
 
   std::optional<E> expr_;

@@ -9,7 +9,6 @@
 #include <numeric>
 #include <tuple>
 #include <utility>
-#include <vector>
 
 #include "et/config.hpp"
 #include "et/eval/program.hpp"
@@ -44,13 +43,10 @@ void for_each_leaf(const GeneratorExpr<Gen, R, D>& g, F&& f) {
 template <class F>
 struct LeafWalk {
   F& f;
-  std::vector<const void*> walked;  // heap nodes already walked
+  WalkedNodes walked;
   template <class Op, class... Cs>
   void operator()(const MapExpr<Op, Cs...>& e) {
-    if (const void* id = e.identity()) {
-      if (std::find(walked.begin(), walked.end(), id) != walked.end()) return;
-      walked.push_back(id);
-    }
+    if (!walked.first_visit(e.identity())) return;
     // Two instantiation levels per tree level (not std::apply's five): deep chains stay
     // within the compilers' template depth limits (g++: 900).
     children(e, std::index_sequence_for<Cs...>{});

@@ -2,11 +2,9 @@
 // aliasing, then exactly one evaluation on the destination's device.
 #pragma once
 
-#include <algorithm>
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "et/backend/cpu/elementwise.hpp"
 #include "et/eval/evaluator.hpp"
@@ -115,13 +113,10 @@ bool needs_grad(const E&) {
 /// tree level, not std::apply's five (a 31-level chain passed g++'s limit of 900), and a
 /// node whose copies share one heap block once (a deep shared form is not walked 2^depth times).
 struct GradWalk {
-  std::vector<const void*> walked;
+  WalkedNodes walked;
   template <class Op, class... Cs>
   bool operator()(const MapExpr<Op, Cs...>& e) {
-    if (const void* id = e.identity()) {
-      if (std::find(walked.begin(), walked.end(), id) != walked.end()) return false;
-      walked.push_back(id);
-    }
+    if (!walked.first_visit(e.identity())) return false;
     return children(e, std::index_sequence_for<Cs...>{});
   }
   template <class Leaf>

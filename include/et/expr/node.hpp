@@ -10,6 +10,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "et/config.hpp"
 #include "et/device.hpp"
@@ -119,6 +120,23 @@ class SharedNode {
     std::atomic<long> references;
   };
   Block* block_;
+};
+
+/// The heap blocks (MapExpr::identity) an expression walk has been through: a node whose
+/// copies share one block is walked once, however often the tree uses it. Not a template:
+/// compiled once, not again in every walk of every expression.
+class WalkedNodes {
+ public:
+  /// True the first time a walk meets `id`, and for every node held by value (null).
+  bool first_visit(const void* id) {
+    if (!id) return true;
+    if (std::find(ids_.begin(), ids_.end(), id) != ids_.end()) return false;
+    ids_.push_back(id);
+    return true;
+  }
+
+ private:
+  std::vector<const void*> ids_;
 };
 
 /// An elementwise function Op applied to broadcast children. Children are held by
