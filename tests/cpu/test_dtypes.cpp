@@ -27,7 +27,6 @@
 
 namespace {
 
-using test::as_doubles;
 using test::check_close;
 using test::exact;
 using test::random_values;
