@@ -45,7 +45,7 @@ def make(torch, device):
     return model, x, labels, opt
 
 
-def stepper(torch, model, x, labels, opt, compiled):
+def stepper(torch, model, x, labels, opt, compiled, clip=0.0):
     loss_of = lambda a, b: torch.nn.functional.cross_entropy(model(a), b)  # noqa: E731
     if compiled:
         loss_of = torch.compile(loss_of, dynamic=False)
@@ -54,6 +54,8 @@ def stepper(torch, model, x, labels, opt, compiled):
         opt.zero_grad(set_to_none=True)
         loss = loss_of(x, labels)
         loss.backward()
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
         return loss
     return step

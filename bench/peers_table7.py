@@ -3,7 +3,8 @@
 GPU: eager, torch.compile, and the eager step captured in a CUDA graph.
 
     networks   FCN-R (batch 1024), AlexNet-R (1024), ResNet-56 (128 and 1024), AlexNet-S (16),
-               ResNet-50 (16), defined here as examples/table7.hpp and table7_imagenet.hpp
+               ResNet-50 (16), the LSTM (Embedding, 2 layers of 256 on cuDNN, Linear to 10000;
+               token ids [32, 128], clip_grad_norm_ to 5 before the step), defined here as examples/table7.hpp and table7_imagenet.hpp
                define them (ResNet-50 is torchvision's resnet50, written out so that
                torchvision is not needed); float32, cuDNN with TF32 allowed, matmul without
                (both libraries' defaults)
@@ -128,6 +129,17 @@ def networks(torch):
             h = self.layer4(self.layer3(self.layer2(self.layer1(h))))
             return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(h, 1), 1))
 
+    class LstmLm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(10000, 256)
+            self.lstm = nn.LSTM(256, 256, num_layers=2)
+            self.decoder = nn.Linear(256, 10000)
+
+        def forward(self, tokens):
+            y, _ = self.lstm(self.embedding(tokens))
+            return self.decoder(y.reshape(-1, 256))
+
     sgd = lambda lr, momentum=0.0, wd=0.0: dict(lr=lr, momentum=momentum, weight_decay=wd)  # noqa: E731
     return [
         ("fcn-r", "FCN-R", fcn_r, (1024, 784), 10, sgd(0.01)),
@@ -136,17 +148,23 @@ def networks(torch):
         ("resnet-56", "ResNet-56", ResNet56, (1024, 3, 32, 32), 10, sgd(0.01, 0.9, 1e-4)),
         ("alexnet-s", "AlexNet-S", alexnet_s, (16, 3, 224, 224), 1000, sgd(0.01, 0.9)),
         ("resnet-50", "ResNet-50", ResNet50, (16, 3, 224, 224), 1000, sgd(0.01, 0.9, 1e-4)),
+        ("lstm", "LSTM", LstmLm, (32, 128), 10000, sgd(0.01)),  # token ids [steps, batch]
     ]
 
 
-def steps(torch, make, shape, classes, options, mode):
-    """The step function of one mode (eager, compile, graph), after its warm-up."""
+def steps(torch, make, shape, classes, options, mode, tokens=False):
+    """The step function of one mode (eager, compile, graph), after its warm-up. `tokens`:
+    the LSTM, whose input is token ids [steps, batch] and whose labels are every step's."""
     torch.manual_seed(1)
     model = make().cuda()
-    x = torch.randn(*shape, device="cuda")
-    labels = torch.randint(0, classes, (shape[0],), device="cuda")
+    if tokens:
+        x = torch.randint(0, classes, shape, device="cuda")
+        labels = torch.randint(0, classes, (shape[0] * shape[1],), device="cuda")
+    else:
+        x = torch.randn(*shape, device="cuda")
+        labels = torch.randint(0, classes, (shape[0],), device="cuda")
     opt = torch.optim.SGD(model.parameters(), **options)
-    step = stepper(torch, model, x, labels, opt, compiled=mode == "compile")
+    step = stepper(torch, model, x, labels, opt, compiled=mode == "compile", clip=5.0 if tokens else 0.0)
     if mode != "graph":
         return step
     side = torch.cuda.Stream()
@@ -165,7 +183,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--only", default="", help="comma-separated: fcn-r,alexnet-r,resnet-56,alexnet-s,resnet-50")
+    parser.add_argument("--only", default="", help="comma-separated: fcn-r,alexnet-r,resnet-56,alexnet-s,resnet-50,lstm")
     parser.add_argument("--modes", default="eager,graph,compile")
     parser.add_argument("--budget", type=float, default=400.0, help="seconds; later measurements are skipped")
     args = parser.parse_args()
@@ -190,14 +208,14 @@ def main():
         for key, name, make, shape, classes, options in networks(torch):
             if wanted and key not in wanted:
                 continue
-            size = f"batch {shape[0]}"
+            size = f"batch {shape[1] if key == 'lstm' else shape[0]}"
             label = f"{name} {size} {mode}"
             if time.monotonic() > deadline:
                 result["skipped"].append(label)
                 continue
             try:
                 started = time.perf_counter()
-                step = steps(torch, make, shape, classes, options, mode)
+                step = steps(torch, make, shape, classes, options, mode, tokens=key == "lstm")
                 step()
                 torch.cuda.synchronize()
                 note = f"first call (compilation) {time.perf_counter() - started:.1f} s" if mode == "compile" else ""

@@ -1,11 +1,13 @@
 // Seconds per mini-batch of the networks of Shi et al.'s Table 7 beside FCN-S (bench/fcn.cu)
-// on one GPU: FCN-R, AlexNet-R, ResNet-56 (examples/table7.hpp), AlexNet-S and ResNet-50
-// (examples/table7_imagenet.hpp). bench/peers_table7.py runs the same in PyTorch (eager,
+// on one GPU: FCN-R, AlexNet-R, ResNet-56, the LSTM (examples/table7.hpp), AlexNet-S and
+// ResNet-50 (examples/table7_imagenet.hpp). bench/peers_table7.py runs the same in PyTorch (eager,
 // torch.compile, and the eager step captured in a CUDA graph).
 //
 //   a mini-batch   zero_grad(), logits = model(x), cross_entropy(logits, labels), backward,
 //                  SGD step; x normal and labels uniform, made once on the device (synthetic
-//                  data, as dlbench times the step and not the loading).
+//                  data, as dlbench times the step and not the loading). The LSTM: token ids
+//                  [32, 128] uniform in 10000, labels likewise, zero initial states, and
+//                  clip_grad_norm_ to 5 before the step.
 //   eager          the step as a program writes it: every kernel launched from the host.
 //   graph          the same step captured once with et::capture (the warm-up step first)
 //                  and replayed: one launch per mini-batch.
@@ -47,16 +49,20 @@ struct Row {
 
 struct Options {
   double lr, momentum = 0, weight_decay = 0;
+  double clip = 0;  ///< clip_grad_norm_ to this total norm before each step (0: none)
 };
 
-/// Times the training step of `model` on a batch of `shape` (eager and captured) and checks
-/// that both give the same losses.
-template <class Model, std::size_t R>
-void measure(std::vector<Row>& rows, const std::string& name, Model make_model, std::array<std::int64_t, R> shape,
-             std::int64_t classes, Options o, int reps) {
-  const auto x = et::randn<float>(et::cuda<0>, shape, 7);
-  const auto labels = et::eval(et::cast<std::int64_t>(
-      et::minimum(et::rand<float>(et::cuda<0>, {shape[0]}, 8) * float(classes), float(classes - 1))));
+/// `count` class labels, uniform in [0, classes).
+et::Tensor<std::int64_t, 1, Gpu> random_labels(std::int64_t count, std::int64_t classes, std::uint64_t seed) {
+  return et::eval(et::cast<std::int64_t>(
+      et::minimum(et::rand<float>(et::cuda<0>, {count}, seed) * float(classes), float(classes - 1))));
+}
+
+/// Times the training step of `model` on the batch x (eager and captured) and checks that
+/// both give the same losses.
+template <class Model, class X>
+void measure(std::vector<Row>& rows, const std::string& name, const std::string& size, Model make_model, const X& x,
+             const et::Tensor<std::int64_t, 1, Gpu>& labels, Options o, int reps) {
   auto run = [&](bool captured, std::vector<float>& losses) {
     auto model = make_model();
     et::optim::SGD opt(model.parameters(), {.lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay});
@@ -65,6 +71,7 @@ void measure(std::vector<Row>& rows, const std::string& name, Model make_model, 
       opt.zero_grad();
       loss = et::nn::cross_entropy(model(x), labels);
       loss.backward();
+      if (o.clip > 0) et::nn::clip_grad_norm_(model.parameters(), o.clip);
       opt.step();
     };
     const auto s = et::Stream<Gpu>::create();
@@ -86,7 +93,6 @@ void measure(std::vector<Row>& rows, const std::string& name, Model make_model, 
   bool ok = std::abs(graph_losses[0] - eager_losses[0]) <= 1e-3 * std::abs(eager_losses[0]);
   for (std::size_t k = 0; k < eager_losses.size(); ++k)
     ok = ok && std::isfinite(eager_losses[k]) && std::isfinite(graph_losses[k]);
-  const std::string size = "batch " + std::to_string(shape[0]);
   std::printf("%-10s %-11s eager %9.3f ms   graph %9.3f ms   losses %.5f %.5f %.5f (graph %.5f %.5f %.5f)%s\n",
               name.c_str(), size.c_str(), eager / 1e3, graph / 1e3, eager_losses[0], eager_losses[1], eager_losses[2],
               graph_losses[0], graph_losses[1], graph_losses[2],
@@ -131,7 +137,7 @@ int main(int argc, char** argv) {
     else if (arg == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (arg == "--only" && i + 1 < argc) only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--only fcn-r,alexnet-r,resnet-56,alexnet-s,resnet-50]\n",
+      std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--only fcn-r,alexnet-r,resnet-56,alexnet-s,resnet-50,lstm]\n",
                    argv[0]);
       return 2;
     }
@@ -149,24 +155,35 @@ int main(int argc, char** argv) {
     std::printf("device: %s\n", et::device_properties(0).name.c_str());
     std::vector<Row> rows;
     const Gpu dev{};
+    // An image network on a batch of `shape` with `classes` labels.
+    auto images = [&]<std::size_t R>(const char* name, auto make, std::array<std::int64_t, R> shape,
+                                     std::int64_t classes, Options o) {
+      measure(rows, name, "batch " + std::to_string(shape[0]), make, et::randn<float>(et::cuda<0>, shape, 7),
+              random_labels(shape[0], classes, 8), o, reps);
+    };
     if (wanted("fcn-r"))
-      measure(rows, "FCN-R", [&] { return table7::fcn_r<float>(dev); }, std::array<std::int64_t, 2>{1024, 784}, 10,
-              {.lr = 0.01}, reps);
+      images("FCN-R", [&] { return table7::fcn_r<float>(dev); }, std::array<std::int64_t, 2>{1024, 784}, 10,
+             {.lr = 0.01});
     if (wanted("alexnet-r"))
-      measure(rows, "AlexNet-R", [&] { return table7::alexnet_r<float>(dev); },
-              std::array<std::int64_t, 4>{1024, 3, 32, 32}, 10, {.lr = 0.01, .momentum = 0.9}, reps);
+      images("AlexNet-R", [&] { return table7::alexnet_r<float>(dev); }, std::array<std::int64_t, 4>{1024, 3, 32, 32},
+             10, {.lr = 0.01, .momentum = 0.9});
     for (const std::int64_t batch : {128, 1024})
       if (wanted("resnet-56"))
-        measure(rows, "ResNet-56", [&] { return table7::ResNet56<float, Gpu>(dev); },
-                std::array<std::int64_t, 4>{batch, 3, 32, 32}, 10, {.lr = 0.01, .momentum = 0.9, .weight_decay = 1e-4},
-                reps);
+        images("ResNet-56", [&] { return table7::ResNet56<float, Gpu>(dev); },
+               std::array<std::int64_t, 4>{batch, 3, 32, 32}, 10, {.lr = 0.01, .momentum = 0.9, .weight_decay = 1e-4});
     if (wanted("alexnet-s"))
-      measure(rows, "AlexNet-S", [&] { return table7::alexnet_s<float>(dev); },
-              std::array<std::int64_t, 4>{16, 3, 224, 224}, 1000, {.lr = 0.01, .momentum = 0.9}, reps);
+      images("AlexNet-S", [&] { return table7::alexnet_s<float>(dev); }, std::array<std::int64_t, 4>{16, 3, 224, 224},
+             1000, {.lr = 0.01, .momentum = 0.9});
     if (wanted("resnet-50"))
-      measure(rows, "ResNet-50", [&] { return table7::ResNet50<float, Gpu>(dev); },
-              std::array<std::int64_t, 4>{16, 3, 224, 224}, 1000, {.lr = 0.01, .momentum = 0.9, .weight_decay = 1e-4},
-              reps);
+      images("ResNet-50", [&] { return table7::ResNet50<float, Gpu>(dev); },
+             std::array<std::int64_t, 4>{16, 3, 224, 224}, 1000, {.lr = 0.01, .momentum = 0.9, .weight_decay = 1e-4});
+    if (wanted("lstm")) {
+      // 32 steps of 128 sequences: token ids in, the next ids as the labels of every step.
+      const std::int64_t steps = 32, batch = 128, vocabulary = 10000;
+      const auto tokens = random_labels(steps * batch, vocabulary, 9).reshape({steps, batch});
+      measure(rows, "LSTM", "batch 128", [&] { return table7::LstmLm<float, Gpu>(dev); }, tokens,
+              random_labels(steps * batch, vocabulary, 10), {.lr = 0.01, .clip = 5.0}, reps);
+    }
     return write_json(json_path, rows);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "et_bench_table7: %s\n", e.what());

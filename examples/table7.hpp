@@ -1,10 +1,12 @@
 // The networks of Shi et al.'s benchmark ("Benchmarking State-of-the-Art Deep Learning
-// Software Tools", 2016, Table 7) that take 28x28 and 32x32 images, as dlbench defines them
-// (hclhkbu/dlbench), with PyTorch's parameter names so that weights move through safetensors:
+// Software Tools", 2016, Table 7) that take 28x28 and 32x32 images, and its LSTM, as dlbench
+// defines them (hclhkbu/dlbench), with PyTorch's parameter names so that weights move
+// through safetensors:
 //
 //   fcn_r      784 -> 2048 -> 4096 -> 1024 -> 10, sigmoid, Xavier-uniform weights, zero biases
 //   AlexNetR   cuda-convnet's "18pct" without local response normalization, 3x32x32 inputs
 //   ResNet56   He et al.'s CIFAR network (n = 9: 6n + 2 = 56 layers, option-A shortcuts)
+//   LstmLm     the word-level LSTM: Embedding 10000 -> 256, 2 LSTM layers of 256, Linear -> 10000
 //
 // FCN-S is examples/fcn_s.hpp; AlexNet-S and ResNet-50 are examples/table7_imagenet.hpp.
 // Shared by the benchmarks, the examples and the tests.
@@ -123,6 +125,28 @@ struct ResNet56 : et::nn::Module<ResNet56<T, D>> {
     for (auto* layer : {&layer1, &layer2, &layer3})
       for (auto& block : *layer) h = block(h);
     return fc(et::nn::Flatten{}(pool(h)));
+  }
+};
+
+/// The LSTM of Table 7, a word-level language model: Embedding 10000 -> 256, two LSTM layers
+/// of 256, Linear 256 -> 10000 at every step. Token ids [seq, batch] -> logits
+/// [seq * batch, vocabulary] (step-major, as the targets are flattened), from zero states
+/// (each batch of 32 steps is one truncated back-propagation through time).
+template <class T, class D>
+struct LstmLm : et::nn::Module<LstmLm<T, D>> {
+  et::nn::Embedding<T, D> embedding;
+  et::nn::LSTM<T, D> lstm;
+  et::nn::Linear<T, D> decoder;
+
+  LstmLm() = default;
+  explicit LstmLm(D dev, std::int64_t vocabulary = 10000, std::int64_t width = 256, std::uint64_t seed = 1)
+      : embedding(dev, vocabulary, width, seed), lstm(dev, width, width, {.num_layers = 2}, seed + 1),
+        decoder(dev, width, vocabulary, seed + 2) {}
+  auto members() { return et::nn::members("embedding", embedding, "lstm", lstm, "decoder", decoder); }
+
+  et::Tensor<T, 2, D> forward(const et::Tensor<std::int64_t, 2, D>& tokens) {
+    const auto [y, h, c] = lstm(embedding(tokens));
+    return decoder(y.reshape({y.size(0) * y.size(1), y.size(2)}));
   }
 };
 

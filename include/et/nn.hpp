@@ -1,5 +1,5 @@
 // etensor's training layer, on top of et/et.hpp: modules (et::nn::Module, Linear, Conv2d,
-// BatchNorm2d, activations, Dropout, pooling, Flatten, Sequential), weight initialization
+// BatchNorm2d, Embedding, LSTM, activations, Dropout, pooling, Flatten, Sequential), weight initialization
 // (et::nn::init) and safetensors save/load.
 // A header of its own so that files which only compute do not compile it.
 #pragma once
@@ -11,5 +11,6 @@
 #include "et/nn/clip.hpp"
 #include "et/nn/init.hpp"
 #include "et/nn/layers.hpp"
+#include "et/nn/lstm.hpp"
 #include "et/nn/module.hpp"
 #include "et/nn/serialize.hpp"

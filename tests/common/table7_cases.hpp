@@ -66,6 +66,26 @@ void check_table7_small_networks() {
     CHECK(fcn.template get<6>().bias.to_vector() == std::vector<float>(10, 0.0f));
     CHECK(fcn(et::rand<float>(D{}, {3, 784}, 1)).shape() == et::Shape<2>{3, 10});
   }
+  SECTION("LSTM: PyTorch's 6,182,672 parameters and names; tokens [S, B] -> logits [S * B, V]; every parameter learns") {
+    table7::LstmLm<float, D> full(D{});
+    CHECK(parameter_count(full) == 6182672);
+    CHECK(defined_names(full) ==
+          std::vector<std::string>{"embedding.weight", "lstm.weight_ih_l0", "lstm.weight_hh_l0", "lstm.bias_ih_l0",
+                                   "lstm.bias_hh_l0", "lstm.weight_ih_l1", "lstm.weight_hh_l1", "lstm.bias_ih_l1",
+                                   "lstm.bias_hh_l1", "decoder.weight", "decoder.bias"});
+    table7::LstmLm<float, D> small(D{}, 50, 8);
+    const auto tokens = et::eval(et::cast<std::int64_t>(et::rand<float>(D{}, {5, 3}, 4) * 49.0f));
+    const auto labels = et::eval(et::cast<std::int64_t>(et::rand<float>(D{}, {15}, 5) * 49.0f));
+    const auto logits = small(tokens);
+    CHECK(logits.shape() == et::Shape<2>{15, 50});
+    et::nn::cross_entropy(logits, labels).backward();
+    for (const auto& p : small.parameters()) {
+      REQUIRE(p.grad().defined());
+      const auto g = p.grad().to_vector();
+      CHECK(std::all_of(g.begin(), g.end(), [](float v) { return std::isfinite(v); }));
+      CHECK(std::any_of(g.begin(), g.end(), [](float v) { return v != 0.0f; }));
+    }
+  }
   SECTION("AlexNet-R: 85,098 parameters, [N, 3, 32, 32] -> [N, 10], every parameter learns") {
     auto alex = table7::alexnet_r<float>(D{});
     CHECK(parameter_count(alex) == 85098);

@@ -1,10 +1,11 @@
 // Modules and the data loader on the CPU (the cases are shared with the GPU tests:
-// module_cases.hpp, loader_cases.hpp), and the
+// module_cases.hpp, lstm_cases.hpp, loader_cases.hpp), and the
 // safetensors format: byte-exact against the reference implementation's own test vectors,
 // round trips through modules, and every kind of bad file.
 #include "../common/files.hpp"
 #include "../common/init_cases.hpp"
 #include "../common/loader_cases.hpp"
+#include "../common/lstm_cases.hpp"
 #include "../common/module_cases.hpp"
 #include "../common/table7_cases.hpp"
 
@@ -23,6 +24,13 @@ TEST_CASE("modules: Dropout (CPU)", "[nn][modules]") { test::check_dropout<et::C
 TEST_CASE("modules: Embedding (CPU)", "[nn][modules]") { test::check_embedding<et::Cpu>(); }
 TEST_CASE("modules: AdaptiveAvgPool2d (CPU)", "[nn][modules]") { test::check_adaptive_avg_pool<et::Cpu>(); }
 TEST_CASE("modules: ModuleList (CPU)", "[nn][modules]") { test::check_module_list<et::Cpu>(); }
+TEST_CASE("modules: LSTM against a double-precision reference (CPU)", "[nn][lstm]") {
+  test::check_lstm_against_reference<et::Cpu>();
+}
+TEST_CASE("modules: LSTM parameters, state, bad input (CPU)", "[nn][lstm]") { test::check_lstm_module<et::Cpu>(); }
+TEST_CASE("modules: LSTM gradients against central differences (CPU)", "[nn][lstm]") {
+  test::check_lstm_gradients<et::Cpu>();
+}
 TEST_CASE("Table 7 networks: FCN-R, AlexNet-R, ResNet-56 (CPU)", "[nn][table7]") {
   test::check_table7_small_networks<et::Cpu>();
 }

@@ -5,6 +5,7 @@
 #include "../common/init_cases.hpp"
 #include "../common/loader_cases.hpp"
 #include "../common/module_cases.hpp"
+#include "../common/lstm_cases.hpp"
 #include "../common/table7_cases.hpp"
 
 #include <et/nn.hpp>
@@ -24,6 +25,11 @@ TEST_CASE("GPU: modules: members, parameters, to, train/eval, Sequential", "[nn]
 }
 TEST_CASE("GPU: modules: Dropout drops the CPU's elements", "[nn][modules]") { test::check_dropout<Gpu>(); }
 TEST_CASE("GPU: modules: Embedding (the CPU's initial values)", "[nn][modules]") { test::check_embedding<Gpu>(); }
+TEST_CASE("GPU: modules: LSTM against a double-precision reference", "[nn][lstm]") {
+  test::check_lstm_against_reference<Gpu>();
+}
+TEST_CASE("GPU: modules: LSTM parameters, state, bad input", "[nn][lstm]") { test::check_lstm_module<Gpu>(); }
+TEST_CASE("GPU: modules: LSTM gradients against central differences", "[nn][lstm]") { test::check_lstm_gradients<Gpu>(); }
 TEST_CASE("GPU: modules: AdaptiveAvgPool2d", "[nn][modules]") { test::check_adaptive_avg_pool<Gpu>(); }
 TEST_CASE("GPU: modules: ModuleList", "[nn][modules]") { test::check_module_list<Gpu>(); }
 TEST_CASE("GPU: Table 7 networks: FCN-R, AlexNet-R, ResNet-56", "[nn][table7]") {

@@ -159,7 +159,8 @@ struct ModuleAccess;
 }  // namespace detail
 
 /// f(name, tensor) for every tensor of m and its submodules, by dotted name ("fc1.weight",
-/// "0.bias" in a Sequential): the names et::nn::save writes.
+/// "0.bias" in a Sequential): the names et::nn::save writes. A submodule listed under the
+/// name "" adds no part to its tensors' names (the LSTM's layers: "weight_ih_l0").
 template <class M, class F>
   requires HasMembers<std::remove_const_t<M>>
 void for_each_tensor(M& m, F&& f, const std::string& prefix = "") {
@@ -169,8 +170,9 @@ void for_each_tensor(M& m, F&& f, const std::string& prefix = "") {
       if constexpr (std::is_const_v<M>) f(prefix + name, std::as_const(value));
       else f(prefix + name, value);
     } else if constexpr (HasMembers<V>) {
-      if constexpr (std::is_const_v<M>) for_each_tensor(std::as_const(value), f, prefix + name + ".");
-      else for_each_tensor(value, f, prefix + name + ".");
+      const std::string inner = name.empty() ? prefix : prefix + name + ".";  // "": its tensors keep their own names
+      if constexpr (std::is_const_v<M>) for_each_tensor(std::as_const(value), f, inner);
+      else for_each_tensor(value, f, inner);
     }
   });
 }
