@@ -7,15 +7,18 @@
 #include "../common/module_cases.hpp"
 #include "../common/lstm_cases.hpp"
 #include "../common/table7_cases.hpp"
+#include "cupti_counter.hpp"
 
 #include <et/nn.hpp>
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 using Gpu = et::Cuda<0>;
 
@@ -30,6 +33,70 @@ TEST_CASE("GPU: modules: LSTM against a double-precision reference", "[nn][lstm]
 }
 TEST_CASE("GPU: modules: LSTM parameters, state, bad input", "[nn][lstm]") { test::check_lstm_module<Gpu>(); }
 TEST_CASE("GPU: modules: LSTM gradients against central differences", "[nn][lstm]") { test::check_lstm_gradients<Gpu>(); }
+TEST_CASE("GPU: modules: the LSTM is one cuDNN operation, captured in a graph like eager", "[nn][lstm][cupti]") {
+  const std::int64_t S = 64, B = 4, H = 8;
+  et::nn::LSTM<float, Gpu> lstm(et::cuda<0>, 5, H, {.num_layers = 2}, 7);
+  const auto x = et::randn<float>(et::cuda<0>, {S, B, 5}, 1);
+  // Composed, every step of each layer would run its own fused expressions (256 etensor
+  // kernels forward); on cuDNN etensor's kernels are the weights' join (cat), the lengths'
+  // fill, the loss and the gradients' accumulation, whatever the sequence's length.
+  test::LaunchCounter counter;
+  const auto [y, h, c] = lstm(x);
+  et::sum(y * y).backward();
+  const test::Launches seen = counter.stop();
+  CAPTURE(seen.kernel_names);
+  const auto ours = std::count_if(seen.kernel_names.begin(), seen.kernel_names.end(),
+                                  [](const std::string& k) { return k.find("et7kernels") != std::string::npos; });
+  CHECK(ours < S);
+  CHECK(static_cast<std::int64_t>(seen.kernels()) > ours);  // cuDNN's own
+  // The backward runs once per forward (cuDNN's reserve space): a second one is an error.
+  const auto [y2, h2, c2] = lstm(x);
+  auto loss = et::sum(y2 * y2);
+  loss.backward(et::retain_graph);
+  CHECK_THROWS_AS(loss.backward(), et::Error);
+  // A training step captured as one graph gives eager's parameters.
+  auto train = [&](bool captured) {
+    et::nn::LSTM<float, Gpu> model(et::cuda<0>, 5, H, {.num_layers = 2}, 7);
+    et::optim::SGD opt(model.parameters(), {.lr = 0.1});
+    auto step = [&] {
+      opt.zero_grad();
+      const auto [out, hn, cn] = model(x);
+      et::eval(et::sum(out * out) + et::sum(cn)).backward();
+      et::nn::clip_grad_norm_(model.parameters(), 1.0);
+      opt.step();
+    };
+    const auto s = et::Stream<Gpu>::create();
+    et::StreamGuard guard(s);
+    step();
+    if (captured) {
+      const auto graph = et::capture(s, step);
+      for (int k = 0; k < 3; ++k) graph.replay();
+    } else {
+      for (int k = 0; k < 3; ++k) step();
+    }
+    return test::lstm_parameter_values(model);
+  };
+  const auto eager = train(false), replayed = train(true);
+  REQUIRE(eager.size() == replayed.size());
+  for (std::size_t k = 0; k < eager.size(); ++k) test::check_all_close(eager[k], replayed[k], 1e-5);
+}
+
+TEST_CASE("GPU: modules: a captured Embedding reads NaN at an index out of range (eager throws)", "[nn][graphs]") {
+  et::nn::Embedding<float, Gpu> emb(et::cuda<0>, 4, 3, 1);
+  const auto bad = et::from_vector(et::cuda<0>, std::vector<std::int64_t>{1, 7, -1}, {3});
+  CHECK_THROWS_AS(emb(bad), et::Error);
+  const auto s = et::Stream<Gpu>::create();
+  et::StreamGuard guard(s);
+  et::Tensor<float, 2, Gpu> out;
+  const auto graph = et::capture(s, [&] { out = emb(bad); });
+  graph.replay();
+  const auto values = out.to_vector(), table = emb.weight.to_vector();
+  for (int j = 0; j < 3; ++j) {
+    CHECK(values[j] == table[3 + j]);  // row 1
+    CHECK(std::isnan(values[3 + j]));  // 7 and -1: outside [0, 4)
+    CHECK(std::isnan(values[6 + j]));
+  }
+}
 TEST_CASE("GPU: modules: AdaptiveAvgPool2d", "[nn][modules]") { test::check_adaptive_avg_pool<Gpu>(); }
 TEST_CASE("GPU: modules: ModuleList", "[nn][modules]") { test::check_module_list<Gpu>(); }
 TEST_CASE("GPU: Table 7 networks: FCN-R, AlexNet-R, ResNet-56", "[nn][table7]") {

@@ -165,6 +165,20 @@ struct BatchNormGeometry {
   std::int64_t count() const { return n * hw; }
 };
 
+/// An LSTM call's sizes (derivatives/rnn.hpp, backend/cuda/cudnn_rnn.hpp): S steps of B
+/// sequences, `layers` layers of `hidden` units over inputs of `input` values.
+struct LstmGeometry {
+  std::int64_t seq = 0, batch = 0, input = 0, hidden = 0, layers = 0;
+  bool bias = true;
+  /// Elements of every layer's weights in PyTorch's order: weight_ih [4H, in], weight_hh
+  /// [4H, H], then bias_ih and bias_hh [4H] when there are biases.
+  std::int64_t weight_elements() const {
+    std::int64_t n = 0;
+    for (std::int64_t l = 0; l < layers; ++l) n += 4 * hidden * ((l == 0 ? input : hidden) + hidden) + (bias ? 8 * hidden : 0);
+    return n;
+  }
+};
+
 /// Checks a pooling of an input of shape `input` (options.layout's axis order) and works
 /// out its geometry. Throws ShapeError, naming `operation` and the shape, for an unset or
 /// non-positive kernel, a negative stride, padding outside [0, kernel / 2], an empty

@@ -6,11 +6,12 @@
 //   auto [y, h, c] = lstm(x);           // x [seq, batch, input] -> y [seq, batch, hidden],
 //   auto [y2, h2, c2] = lstm(x, h, c);  // h, c [num_layers, batch, hidden]: state carried on
 //
-// Each layer multiplies the whole sequence by weight_ih in one GEMM (with both biases added),
-// then per step one GEMM of the hidden state by weight_hh and two fused elementwise
-// expressions, the cell state's and the hidden state's, which read the gates straight from
-// the two products. The backward is autograd's: the GEMMs' and the expressions' own fused
-// backwards. Truncated back-propagation through time detaches the carried state between
+// On a CUDA device (float and double, nvcc with cuDNN) the whole stack is one cuDNN
+// operation (derivatives/rnn.hpp), as PyTorch runs it. Elsewhere each layer multiplies the
+// whole sequence by weight_ih in one GEMM (with both biases added), then per step one GEMM
+// of the hidden state by weight_hh and two fused elementwise expressions, the cell state's
+// and the hidden state's, which read the gates straight from the two products; the backward
+// is autograd's: the GEMMs' and the expressions' own fused backwards. Truncated back-propagation through time detaches the carried state between
 // calls (h.detach(), c.detach()), as with PyTorch.
 #pragma once
 
@@ -20,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "et/derivatives/rnn.hpp"
 #include "et/nn/layers.hpp"
 #include "et/nn/module.hpp"
 #include "et/ops/join.hpp"
@@ -89,6 +91,34 @@ LSTMResult<T, D> lstm(const Tensor<T, 3, D>& x, const Tensor<T, 3, D>& h0, const
   if (h0.shape() != state || c0.shape() != state)
     throw ShapeError(name + ": the states h0 and c0 have shapes " + format_shape(h0.shape()) + " and " +
                      format_shape(c0.shape()) + "; both must be " + format_shape(state) + " ([layers, batch, hidden])");
+  const bool bias = layers.front().bias_ih.defined();
+  for (std::int64_t l = 0; l < L; ++l) {
+    const LSTMLayer<T, D>& layer = layers[static_cast<std::size_t>(l)];
+    const std::int64_t in = l == 0 ? x.size(2) : H;
+    const std::string which = name + ": layer " + std::to_string(l) + "'s ";
+    if (!layer.weight_ih.defined() || !layer.weight_hh.defined()) throw Error(which + "weights are undefined");
+    if (layer.weight_ih.shape() != Shape<2>{4 * H, in} || layer.weight_hh.shape() != Shape<2>{4 * H, H})
+      throw ShapeError(which + "weight_ih and weight_hh have shapes " + format_shape(layer.weight_ih.shape()) + " and " +
+                       format_shape(layer.weight_hh.shape()) + "; they must be " + format_shape(Shape<2>{4 * H, in}) +
+                       " and " + format_shape(Shape<2>{4 * H, H}));
+    if (layer.bias_ih.defined() != bias || layer.bias_hh.defined() != bias)
+      throw Error(which + "biases: every layer has both bias_ih and bias_hh, or none has either");
+    if (bias && (layer.bias_ih.shape() != Shape<1>{4 * H} || layer.bias_hh.shape() != Shape<1>{4 * H}))
+      throw ShapeError(which + "bias_ih and bias_hh have shapes " + format_shape(layer.bias_ih.shape()) + " and " +
+                       format_shape(layer.bias_hh.shape()) + "; both must be " + format_shape(Shape<1>{4 * H}));
+  }
+  if constexpr (D::is_cuda && et::detail::cudnn_lstm_available && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+    if (B > 0) {  // cuDNN: one operation; its weights flat in PyTorch's order
+      std::vector<Tensor<T, 1, D>> flat;
+      for (const LSTMLayer<T, D>& layer : layers) {
+        flat.push_back(layer.weight_ih.reshape(Shape<1>{layer.weight_ih.numel()}));
+        flat.push_back(layer.weight_hh.reshape(Shape<1>{layer.weight_hh.numel()}));
+        if (bias) flat.insert(flat.end(), {layer.bias_ih, layer.bias_hh});
+      }
+      const et::detail::LstmGeometry g{S, B, x.size(2), H, L, bias};
+      return et::detail::lstm_cudnn(x, h0, c0, cat(flat, 0), g);
+    }
+  }
   std::vector<Tensor<T, 2, D>> last_h, last_c;
   Tensor<T, 3, D> input = x;
   for (std::int64_t l = 0; l < L; ++l) {

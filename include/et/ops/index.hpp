@@ -13,12 +13,17 @@
 //
 // Indices are checked against their axis' extent on the host before anything runs (one
 // reduction and a wait for it): an index out of range is an et::Error, never a read or a
-// write out of bounds.
+// write out of bounds. While a CUDA graph is captured nothing may wait, so gather,
+// index_select and embedding are not checked there: an index out of range reads NaN (0 for
+// integers, false for bool), never memory out of bounds (as a captured cross_entropy's
+// label out of range makes the loss NaN).
 #pragma once
 
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -48,6 +53,7 @@ struct GatherGenerator {
   std::int64_t source_strides[R];  // per output axis; with an index, 0 along the axis
   std::int64_t index_strides[R];
   std::int64_t axis_stride;  // the source's along the axis
+  std::int64_t axis_extent;  // the source's along the axis: an index outside reads NaN or 0
   ET_HD T operator()(std::int64_t i) const {
     std::int64_t at = 0, at_index = 0;
     for (int d = R - 1; d >= 0; --d) {
@@ -56,8 +62,16 @@ struct GatherGenerator {
       at += c * source_strides[d];
       at_index += c * index_strides[d];
     }
-    if (index) at += index[at_index] * axis_stride;
+    if (index) {
+      const std::int64_t k = index[at_index];
+      if (k < 0 || k >= axis_extent) return outside();
+      at += k * axis_stride;
+    }
     return source[at];
+  }
+  ET_HD static T outside() {
+    if constexpr (std::numeric_limits<T>::has_quiet_NaN) return std::numeric_limits<T>::quiet_NaN();
+    else return T{};
   }
 };
 
@@ -68,7 +82,7 @@ void require_defined_input(const Tensor<T, R, D>& t, const char* op) {
 
 template <class T, int R, class D>
 GatherGenerator<T, R> gather_generator(const Tensor<T, R, D>& x, const std::type_identity_t<Shape<R>>& out_shape) {
-  GatherGenerator<T, R> gen{x.data(), nullptr, {}, {}, {}, 0};
+  GatherGenerator<T, R> gen{x.data(), nullptr, {}, {}, {}, 0, 0};
   for (int d = 0; d < R; ++d) {
     gen.extents[d] = out_shape[d];
     gen.source_strides[d] = x.strides()[d];
@@ -76,10 +90,12 @@ GatherGenerator<T, R> gather_generator(const Tensor<T, R, D>& x, const std::type
   return gen;
 }
 
-/// Throws unless every index lies in [0, extent) (waits for the device).
+/// Throws unless every index lies in [0, extent) (waits for the device). A gather (`reads`)
+/// is not checked while a CUDA graph is captured: it reads NaN or 0 for such an index.
 template <int R, class D>
-void check_index_range(const Tensor<std::int64_t, R, D>& index, std::int64_t extent, const char* op, int axis) {
-  if (index.numel() == 0) return;
+void check_index_range(const Tensor<std::int64_t, R, D>& index, std::int64_t extent, const char* op, int axis,
+                       bool reads) {
+  if (index.numel() == 0 || (reads && capturing_on<D>())) return;
   const std::int64_t lo = min(index).item(), hi = max(index).item();
   if (lo < 0 || hi >= extent)
     throw Error(std::string("et: ") + op + ": indices range over [" + std::to_string(lo) + ", " + std::to_string(hi) +
@@ -91,6 +107,7 @@ Tensor<T, R, D> gather_unchecked(const Tensor<T, R, D>& x, int a, const Tensor<s
   GatherGenerator<T, R> gen = gather_generator(x, index.shape());
   gen.index = index.data();
   gen.axis_stride = x.strides()[a];
+  gen.axis_extent = x.size(a);
   gen.source_strides[a] = 0;
   for (int d = 0; d < R; ++d) gen.index_strides[d] = index.strides()[d];
   Tensor<T, R, D> out = generate<T, R, D>(index.shape(), gen);
@@ -142,7 +159,7 @@ int check_gather(const Tensor<T, R, D>& x, int axis, const Tensor<std::int64_t, 
     if (d != a && index.size(d) > x.size(d))
       throw ShapeError(std::string("et: ") + op + ": index of shape " + format_shape(index.shape()) +
                        " is longer than the input " + format_shape(x.shape()) + " along axis " + std::to_string(d));
-  check_index_range(index, x.size(a), op, a);
+  check_index_range(index, x.size(a), op, a, std::string_view(op) == "gather");
   return a;
 }
 
@@ -191,7 +208,7 @@ Tensor<T, R, D> index_select(const Tensor<T, R, D>& x, int axis, const Tensor<st
   for (int d = 0; d < R; ++d) along[d] = d == a ? index.size(0) : 1;
   // The index along the axis, broadcast (stride 0) over the others: a gather.
   Tensor<std::int64_t, R, D> spread = index.reshape(along).expand(shape);
-  detail::check_index_range(index, x.size(a), "index_select", a);
+  detail::check_index_range(index, x.size(a), "index_select", a, true);
   Tensor<T, R, D> out = detail::gather_unchecked(x, a, spread);
   detail::record_gather(out, "index_select", x, a, spread);
   return out;

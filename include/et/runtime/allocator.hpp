@@ -331,6 +331,19 @@ inline std::shared_ptr<void> allocate_cuda(int device, std::size_t bytes) {
 }
 #endif
 
+/// True while this thread captures a CUDA graph on D (runtime/graph.hpp): nothing may wait
+/// for the device then.
+template <class D>
+bool capturing_on() {
+#if defined(ET_HAS_CUDA_RUNTIME)
+  if constexpr (D::is_cuda) {
+    const CaptureArena* arena = capture_arena().get();
+    return arena && arena->device == D::index;
+  }
+#endif
+  return false;
+}
+
 /// note_stream_use for each tensor's storage, on any device (host memory has no streams).
 template <class... Tensors>
 void note_stream_uses([[maybe_unused]] const Tensors&... tensors) {
