@@ -16,8 +16,8 @@
 // the vocabulary's size).
 //
 //   kjv_lstm [--data data/kjv/kjv.txt] [--epochs 6] [--vocabulary 10000] [--width 256]
-//            [--batch 128] [--steps 32] [--tokens N (the first N training words, N / 9 validation
-//            words)] [--png curves.png]
+//            [--batch 128] [--steps 32] [--tokens N (the first verses, to N training words)]
+//            [--png curves.png]
 #include <et/nn.hpp>
 
 #include "plot_png.hpp"
@@ -40,16 +40,18 @@ namespace {
 
 // [guide:kjv-tokens]
 /// The verses' words, lower case, each verse closed by "<eos>": every tenth verse in
-/// `valid`, the others in `train`.
+/// `valid`, the others in `train` (only the first verses that give `limit` training words,
+/// when a limit is given).
 struct Words {
   std::vector<std::string> train, valid;
 };
-Words read_words(const std::string& path) {
+Words read_words(const std::string& path, std::int64_t limit = 0) {
   std::ifstream in(path);
   if (!in) throw et::Error("kjv_lstm: cannot read " + path + " (scripts/install-deps writes it)");
   Words words;
   std::string line;
   for (std::int64_t verse = 0; std::getline(in, line); ++verse) {
+    if (limit > 0 && static_cast<std::int64_t>(words.train.size()) >= limit && verse % 10 == 0) break;
     auto& into = verse % 10 == 9 ? words.valid : words.train;
     std::string word;
     auto flush = [&] {
@@ -109,14 +111,8 @@ struct Options {
 template <et::Device D>
 int run(D dev, const Words& words, const Options& o) {
   const auto ids = vocabulary_of(words.train, o.vocabulary);
-  // --tokens: the first N training words and the first N / 9 validation words (the split's ratio).
-  std::vector<std::string> train_words = words.train, valid_words = words.valid;
-  if (o.tokens > 0) {
-    train_words.resize(std::min(train_words.size(), static_cast<std::size_t>(o.tokens)));
-    valid_words.resize(std::min(valid_words.size(), static_cast<std::size_t>(std::max(o.tokens / 9, 2 * o.batch))));
-  }
-  const auto train = columns_of(train_words, ids, o.batch).to(dev);
-  const auto valid = columns_of(valid_words, ids, o.batch).to(dev);
+  const auto train = columns_of(words.train, ids, o.batch).to(dev);
+  const auto valid = columns_of(words.valid, ids, o.batch).to(dev);
   if (train.size(0) < 2 || valid.size(0) < 2)
     throw et::Error("kjv_lstm: too few tokens for " + std::to_string(o.batch) + " columns of two or more");
   const auto V = static_cast<std::int64_t>(ids.size());
@@ -213,6 +209,6 @@ int main(int argc, char** argv) {
                  "[--batch >= 1] [--steps >= 1] [--tokens >= 0] [--png curves.png]\n");
     return 2;
   }
-  const Words words = read_words(o.data);
+  const Words words = read_words(o.data, o.tokens);
   return et::try_gpu([&](auto dev) { return run(dev, words, o); });
 }
