@@ -1,6 +1,6 @@
 // etensor's training layer, on top of et/et.hpp: modules (et::nn::Module, Linear, Conv2d,
-// BatchNorm2d, Embedding, LSTM, activations, Dropout, pooling, Flatten, Sequential), weight initialization
-// (et::nn::init) and safetensors save/load.
+// BatchNorm2d, Embedding, LSTM, activations, Dropout, pooling, Flatten, Sequential), weight
+// initialization (et::nn::init) and safetensors save/load.
 // A header of its own so that files which only compute do not compile it.
 #pragma once
 

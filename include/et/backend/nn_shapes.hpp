@@ -170,13 +170,19 @@ struct BatchNormGeometry {
 struct LstmGeometry {
   std::int64_t seq = 0, batch = 0, input = 0, hidden = 0, layers = 0;
   bool bias = true;
-  /// Elements of every layer's weights in PyTorch's order: weight_ih [4H, in], weight_hh
+  /// Elements of layer l's weights in PyTorch's order: weight_ih [4H, in], weight_hh
   /// [4H, H], then bias_ih and bias_hh [4H] when there are biases.
+  std::int64_t layer_elements(std::int64_t l) const {
+    return 4 * hidden * ((l == 0 ? input : hidden) + hidden) + (bias ? 8 * hidden : 0);
+  }
+  /// Elements of every layer's weights, layer after layer.
   std::int64_t weight_elements() const {
     std::int64_t n = 0;
-    for (std::int64_t l = 0; l < layers; ++l) n += 4 * hidden * ((l == 0 ? input : hidden) + hidden) + (bias ? 8 * hidden : 0);
+    for (std::int64_t l = 0; l < layers; ++l) n += layer_elements(l);
     return n;
   }
+  std::int64_t output_elements() const { return seq * batch * hidden; }   ///< y [S, B, H]
+  std::int64_t state_elements() const { return layers * batch * hidden; }  ///< h or c [L, B, H]
 };
 
 /// Checks a pooling of an input of shape `input` (options.layout's axis order) and works

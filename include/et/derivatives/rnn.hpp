@@ -43,7 +43,7 @@ LstmOutputs<T, Cuda<I>> lstm_cudnn(const Tensor<T, 3, Cuda<I>>& x, const Tensor<
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "et: cuDNN's LSTM runs float and double here");
   const Tensor<T, 3, D> xp = x.contiguous(), hp = h0.contiguous(), cp = c0.contiguous();
   const Tensor<T, 1, D> wp = weights.contiguous();
-  const std::int64_t ny = g.seq * g.batch * g.hidden, ns = g.layers * g.batch * g.hidden;
+  const std::int64_t ny = g.output_elements(), ns = g.state_elements();
   auto out = Tensor<T, 1, D>::allocate(Shape<1>{ny + 2 * ns});
   const auto lengths = full<std::int32_t>(D{}, Shape<1>{g.batch}, static_cast<std::int32_t>(g.seq));
   const bool fast = std::is_same_v<T, float> && math_mode() != MathMode::exact;
@@ -64,7 +64,7 @@ LstmOutputs<T, Cuda<I>> lstm_cudnn(const Tensor<T, 3, Cuda<I>>& x, const Tensor<
         auto dx = Tensor<T, 3, D>::allocate(xs.shape());
         auto dh = Tensor<T, 3, D>::allocate(hs.shape()), dc = Tensor<T, 3, D>::allocate(cs.shape());
         auto dw = Tensor<T, 1, D>::allocate(Shape<1>{g.weight_elements()});
-        const std::int64_t ny = g.seq * g.batch * g.hidden, ns = g.layers * g.batch * g.hidden;
+        const std::int64_t ny = g.output_elements(), ns = g.state_elements();
         note_stream_uses(gp, dx, dh, dc, dw, xs, hs, cs, outs, lengths);
         cudnn_backend::lstm_backward(I, cudnn_backend::data_type<T>(), fast, g, lengths.data(), xs.data(), hs.data(),
                                      cs.data(), outs.data(), gp.data(), gp.data() + ny, gp.data() + ny + ns, *saved,

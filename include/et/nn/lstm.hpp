@@ -11,8 +11,9 @@
 // whole sequence by weight_ih in one GEMM (with both biases added), then per step one GEMM
 // of the hidden state by weight_hh and two fused elementwise expressions, the cell state's
 // and the hidden state's, which read the gates straight from the two products; the backward
-// is autograd's: the GEMMs' and the expressions' own fused backwards. Truncated back-propagation through time detaches the carried state between
-// calls (h.detach(), c.detach()), as with PyTorch.
+// is autograd's: the GEMMs' and the expressions' own fused backwards. Truncated
+// back-propagation through time detaches the carried state between calls (h.detach(),
+// c.detach()), as with PyTorch.
 #pragma once
 
 #include <cmath>
@@ -186,9 +187,8 @@ class LSTM : public Module<LSTM<T, D>> {
   LSTMResult<T, D> forward(const Tensor<T, 3, DX>& x) {
     [[maybe_unused]] et::detail::same_devices<D, DX> check;  // et: operands on ... cannot meet
     if constexpr (std::is_same_v<D, DX>) {
-      if (layers_.empty()) throw Error("et: LSTM: called before it was constructed with its sizes");
       const auto zero = zeros<T>(D{}, Shape<3>{num_layers(), x.size(1), hidden_size()});
-      return lstm(x, zero, zero, layers_);
+      return forward(x, zero, zero);
     } else {
       return {};
     }

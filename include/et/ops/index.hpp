@@ -23,7 +23,6 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
-#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -149,7 +148,8 @@ Tensor<T, R, D> flip_unchecked(const Tensor<T, R, D>& x, const std::vector<int>&
 }
 
 template <class T, int R, class D, class DI>
-int check_gather(const Tensor<T, R, D>& x, int axis, const Tensor<std::int64_t, R, DI>& index, const char* op) {
+int check_gather(const Tensor<T, R, D>& x, int axis, const Tensor<std::int64_t, R, DI>& index, const char* op,
+                 bool reads) {
   static_assert(R >= 1, "et: gather, scatter_add and index_select index along an axis, which a 0-d tensor lacks");
   [[maybe_unused]] detail::same_devices<D, DI> check;
   require_defined_input(x, op);
@@ -159,7 +159,7 @@ int check_gather(const Tensor<T, R, D>& x, int axis, const Tensor<std::int64_t, 
     if (d != a && index.size(d) > x.size(d))
       throw ShapeError(std::string("et: ") + op + ": index of shape " + format_shape(index.shape()) +
                        " is longer than the input " + format_shape(x.shape()) + " along axis " + std::to_string(d));
-  check_index_range(index, x.size(a), op, a, std::string_view(op) == "gather");
+  check_index_range(index, x.size(a), op, a, reads);
   return a;
 }
 
@@ -169,7 +169,7 @@ int check_gather(const Tensor<T, R, D>& x, int axis, const Tensor<std::int64_t, 
 /// longer than x along the other axes). Differentiable in x.
 template <class T, int R, class D, class DI>
 Tensor<T, R, D> gather(const Tensor<T, R, D>& x, int axis, const Tensor<std::int64_t, R, DI>& index) {
-  const int a = detail::check_gather(x, axis, index, "gather");
+  const int a = detail::check_gather(x, axis, index, "gather", true);
   Tensor<T, R, D> out = detail::gather_unchecked(x, a, index);
   detail::record_gather(out, "gather", x, a, index);
   return out;
@@ -184,7 +184,7 @@ Tensor<T, R, D> scatter_add(const Tensor<T, R, D>& x, int axis, const Tensor<std
   static_assert(!std::is_same_v<T, bool>, "et: scatter_add adds numbers; bool tensors have no addition");
   [[maybe_unused]] detail::same_devices<D, DS> check;
   detail::require_defined_input(src, "scatter_add");
-  const int a = detail::check_gather(x, axis, index, "scatter_add");
+  const int a = detail::check_gather(x, axis, index, "scatter_add", false);
   for (int d = 0; d < R; ++d)
     if (index.size(d) > src.size(d))
       throw ShapeError("et: scatter_add: index of shape " + format_shape(index.shape()) +

@@ -135,7 +135,7 @@ inline std::vector<WeightRun> lstm_weight_runs(Context& ctx, const LstmDescripto
       else add(w_hh + gate * H * H, m, H * H);
       if (g.bias) add((id < 4 ? b_ih : b_hh) + gate * H, b, H);
     }
-    base = w_hh + 4 * H * H + (g.bias ? 8 * H : 0);
+    base += g.layer_elements(l);
   }
   return runs;
 }
