@@ -62,7 +62,10 @@ et::nn::Conv2d<T, D> he_conv(D dev, std::int64_t in, std::int64_t out, std::int6
 // [guide:resnet-block]
 /// ResNet-56's block: conv 3x3 (stride), BN, ReLU, conv 3x3, BN, plus the shortcut, ReLU.
 /// Where the block halves the plane and doubles the channels, the shortcut is option A: the
-/// input subsampled by 2 and padded with zero channels (He et al., 2016, section 4.2).
+/// input subsampled by 2 and padded with zero channels (He et al., 2016, section 4.2). Each
+/// batch norm runs with what follows it in one pass (forward_relu, forward_add_relu), and
+/// option A's zero channels are never made: the subsampled input is added to the middle
+/// channels alone.
 template <class T, class D>
 struct BasicBlock : et::nn::Module<BasicBlock<T, D>> {
   et::nn::Conv2d<T, D> conv1, conv2;
@@ -82,14 +85,14 @@ struct BasicBlock : et::nn::Module<BasicBlock<T, D>> {
                            extra_channels);
   }
   et::Tensor<T, 4, D> forward(const et::Tensor<T, 4, D>& x) {
-    const et::Tensor<T, 4, D> h = et::relu(bn1(conv1(x)));
-    return et::relu(bn2(conv2(h)) + shortcut(x));
+    const et::Tensor<T, 4, D> h = bn1.forward_relu(conv1(x));              // relu(bn1(conv1(x)))
+    return bn2.forward_add_relu(conv2(h), shortcut(x), extra_channels / 2);  // relu(bn2(conv2(h)) + shortcut)
   }
+  /// The shortcut's values: x, or (option A) x at every stride-th row and column, which
+  /// forward adds to channels [extra_channels / 2, extra_channels / 2 + in).
   et::Tensor<T, 4, D> shortcut(const et::Tensor<T, 4, D>& x) const {
-    if (stride == 1 && extra_channels == 0) return x;
-    const auto sampled = x.slice(2, 0, x.size(2), stride).slice(3, 0, x.size(3), stride);
-    const std::int64_t half = extra_channels / 2;
-    return et::pad(sampled, {{{0, 0}, {half, extra_channels - half}, {0, 0}, {0, 0}}});
+    if (stride == 1) return x;
+    return x.slice(2, 0, x.size(2), stride).slice(3, 0, x.size(3), stride);
   }
 };
 // [guide:end]
@@ -121,7 +124,7 @@ struct ResNet56 : et::nn::Module<ResNet56<T, D>> {
     return et::nn::members("conv1", conv1, "bn1", bn1, "layer1", layer1, "layer2", layer2, "layer3", layer3, "fc", fc);
   }
   et::Tensor<T, 2, D> forward(const et::Tensor<T, 4, D>& x) {
-    et::Tensor<T, 4, D> h = et::relu(bn1(conv1(x)));
+    et::Tensor<T, 4, D> h = bn1.forward_relu(conv1(x));
     for (auto* layer : {&layer1, &layer2, &layer3})
       for (auto& block : *layer) h = block(h);
     return fc(et::nn::Flatten{}(pool(h)));

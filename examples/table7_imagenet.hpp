@@ -56,10 +56,10 @@ struct Bottleneck : et::nn::Module<Bottleneck<T, D>> {
                            "downsample", downsample);
   }
   et::Tensor<T, 4, D> forward(const et::Tensor<T, 4, D>& x) {
-    const et::Tensor<T, 4, D> a = et::relu(bn1(conv1(x)));
-    const et::Tensor<T, 4, D> b = et::relu(bn2(conv2(a)));
-    if (!downsample.template get<0>().weight.defined()) return et::relu(bn3(conv3(b)) + x);
-    return et::relu(bn3(conv3(b)) + downsample(x));
+    const et::Tensor<T, 4, D> a = bn1.forward_relu(conv1(x));  // relu(bn1(conv1(x))), one pass after the convolution
+    const et::Tensor<T, 4, D> b = bn2.forward_relu(conv2(a));
+    if (!downsample.template get<0>().weight.defined()) return bn3.forward_add_relu(conv3(b), x);
+    return bn3.forward_add_relu(conv3(b), downsample(x));  // relu(bn3(conv3(b)) + downsample(x))
   }
 };
 
@@ -99,7 +99,7 @@ struct ResNet50 : et::nn::Module<ResNet50<T, D>> {
                            layer4, "fc", fc);
   }
   et::Tensor<T, 2, D> forward(const et::Tensor<T, 4, D>& x) {
-    et::Tensor<T, 4, D> h = maxpool(et::Tensor<T, 4, D>(et::relu(bn1(conv1(x)))));
+    et::Tensor<T, 4, D> h = maxpool(bn1.forward_relu(conv1(x)));
     for (auto* layer : {&layer1, &layer2, &layer3, &layer4})
       for (auto& block : *layer) h = block(h);
     return fc(et::nn::Flatten{}(avgpool(h)));

@@ -183,12 +183,17 @@ struct Pool : OpCase {
 };
 
 /// BatchNorm2d in training (batch statistics) or eval (running statistics, inputs without
-/// gradient); its weight and bias are inputs.
+/// gradient), its weight and bias inputs; alone, with its fused ReLU, or with a residual
+/// (all the channels, or C' < C of them from an offset: option A) and ReLU or not.
 struct BatchNorm : OpCase {
-  static constexpr const char* name = "nn::BatchNorm2d";
-  bool training = true;
+  static constexpr const char* name = "nn::BatchNorm2d, batch_norm_add";
+  bool training = true, relu = false;
+  int residual = 0;  // 0: none, 1: on every channel, 2: on C' channels from `offset`
+  std::int64_t offset = 0;
   void draw(OpSetup& s, std::mt19937_64& rng) {
     training = rng() % 3 != 0;
+    relu = coin(rng);
+    residual = static_cast<int>(rng() % 3);
     const std::int64_t c = between(rng, 1, 3);
     std::int64_t n = 0, h = 0, w = 0;
     do n = any_extent(rng) % 3, h = any_extent(rng), w = any_extent(rng);
@@ -196,23 +201,67 @@ struct BatchNorm : OpCase {
     s.add({n, c, h, w}, rng);
     s.add({c}, rng, 0.5, 2);
     s.add({c}, rng, -1, 1);
+    const std::int64_t channels = residual == 2 ? between(rng, 0, c) : c;
+    offset = residual == 2 ? between(rng, 0, c - channels) : 0;
+    if (residual) s.add({n, channels, h, w}, rng);
     if (!training) {
       s.add({c}, rng, -1, 1, false);
       s.add({c}, rng, 0.5, 2, false);
     }
-    s.note(training ? "training" : "eval");
+    s.note(std::string(training ? "training" : "eval") + (relu ? ", relu" : "") +
+           (residual ? ", residual at channel " + std::to_string(offset) : ""));
+  }
+  /// relu: every pre-activation at least 1e-3 from 0.
+  bool acceptable(const OpSetup& s) const {
+    if (!relu) return true;
+    const Extents& shape = s.inputs[0].shape;
+    const std::int64_t n = shape[0], c = shape[1], hw = shape[2] * shape[3];
+    const auto x = s.inputs[0].logical(), w = s.inputs[1].logical(), b = s.inputs[2].logical();
+    const std::vector<double> r = residual ? s.inputs[3].logical() : std::vector<double>{};
+    const std::int64_t rc = residual ? s.inputs[3].shape[1] : 0;
+    const std::size_t stats = residual ? 4 : 3;
+    for (std::int64_t k = 0; k < c; ++k) {
+      double mean = 0, var = 0;
+      auto at = [&](std::int64_t i, std::int64_t p) { return static_cast<std::size_t>((i * c + k) * hw + p); };
+      if (training) {
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t p = 0; p < hw; ++p) mean += x[at(i, p)] / double(n * hw);
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t p = 0; p < hw; ++p) var += (x[at(i, p)] - mean) * (x[at(i, p)] - mean) / double(n * hw);
+      } else {
+        mean = s.inputs[stats].logical()[static_cast<std::size_t>(k)];
+        var = s.inputs[stats + 1].logical()[static_cast<std::size_t>(k)];
+      }
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t p = 0; p < hw; ++p) {
+          double z = (x[at(i, p)] - mean) / std::sqrt(var + 1e-5) * w[static_cast<std::size_t>(k)] +
+                     b[static_cast<std::size_t>(k)];
+          if (k >= offset && k < offset + rc) z += r[static_cast<std::size_t>((i * rc + k - offset) * hw + p)];
+          if (std::fabs(z) < 1e-3) return false;
+        }
+    }
+    return true;
   }
   template <class D>
   void f(OpEval<D>& e) const {
     et::nn::BatchNorm2d<double, D> norm(e.dev, e.setup.inputs[1].shape[0]);
     norm.weight = e.template input<1>(1);
     norm.bias = e.template input<1>(2);
+    const std::size_t stats = residual ? 4 : 3;
     if (!training) {
-      norm.running_mean = e.template input<1>(3);
-      norm.running_var = e.template input<1>(4);
+      norm.running_mean = e.template input<1>(stats);
+      norm.running_var = e.template input<1>(stats + 1);
       norm.eval();
     }
-    e.output(norm(e.template input<4>(0)));
+    const auto x = e.template input<4>(0);
+    if (!residual) {
+      e.output(relu ? norm.forward_relu(x) : norm(x));
+    } else if (relu) {
+      e.output(norm.forward_add_relu(x, e.template input<4>(3), offset));
+    } else {
+      e.output(et::batch_norm_add(x, e.template input<4>(3), norm.running_mean, norm.running_var, norm.weight,
+                                  norm.bias, {.training = training}, offset));
+    }
   }
 };
 

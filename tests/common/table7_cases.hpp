@@ -5,6 +5,7 @@
 #pragma once
 
 #include "../../examples/table7_imagenet.hpp"
+#include "reference.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -102,20 +103,28 @@ void check_table7_small_networks() {
     // Unoptimized and sanitized (the CPU tests), its convolutions take half a minute.
     if constexpr (D::is_cuda) CHECK(every_parameter_learns(resnet, et::randn<float>(D{}, {2, 3, 32, 32}, 3), D{}));
   }
-  SECTION("ResNet-56's option-A shortcut: the input at every second row and column, zero channels around it") {
-    const table7::BasicBlock<float, D> block(D{}, 16, 32, 2, 1);
+  SECTION("ResNet-56's option-A block: relu(bn2(conv2(h)) + the input at every second row and column, zero channels around it)") {
+    table7::BasicBlock<float, D> block(D{}, 16, 32, 2, 1), composed(D{}, 16, 32, 2, 1);  // the same weights
     const auto x = et::randn<float>(D{}, {2, 16, 6, 5}, 4);
-    const auto y = block.shortcut(x);
-    REQUIRE(y.shape() == et::Shape<4>{2, 32, 3, 3});
-    const auto xs = x.to_vector(), ys = y.to_vector();
+    const auto sampled = block.shortcut(x);
+    REQUIRE(sampled.shape() == et::Shape<4>{2, 16, 3, 3});
+    const auto xs = x.to_vector(), ss = sampled.to_vector();
     for (std::int64_t n = 0; n < 2; ++n)
-      for (std::int64_t c = 0; c < 32; ++c)
+      for (std::int64_t c = 0; c < 16; ++c)
         for (std::int64_t i = 0; i < 3; ++i)
-          for (std::int64_t j = 0; j < 3; ++j) {
-            const float got = ys[static_cast<std::size_t>(((n * 32 + c) * 3 + i) * 3 + j)];
-            const bool inside = c >= 8 && c < 24;
-            CHECK(got == (inside ? xs[static_cast<std::size_t>(((n * 16 + c - 8) * 6 + 2 * i) * 5 + 2 * j)] : 0.0f));
-          }
+          for (std::int64_t j = 0; j < 3; ++j)
+            CHECK(ss[static_cast<std::size_t>(((n * 16 + c) * 3 + i) * 3 + j)] ==
+                  xs[static_cast<std::size_t>(((n * 16 + c) * 6 + 2 * i) * 5 + 2 * j)]);
+    // The fused block against its unfused spelling (PyTorch's): the shortcut padded with 8
+    // zero channels on either side, added after the batch norm, then ReLU.
+    const et::Tensor<float, 4, D> h = et::relu(composed.bn1(composed.conv1(x)));
+    const et::Tensor<float, 4, D> want =
+        et::relu(composed.bn2(composed.conv2(h)) + et::pad(sampled, {{{0, 0}, {8, 8}, {0, 0}, {0, 0}}}));
+    const auto got = block(x);
+    REQUIRE(got.shape() == et::Shape<4>{2, 32, 3, 3});
+    std::vector<double> expected;
+    for (const float v : want.to_vector()) expected.push_back(v);
+    check_all_close(got.to_vector(), expected, 1e-5);
   }
 }
 

@@ -130,6 +130,18 @@ void check_nn_versions() {
   auto y2 = et::max_pool2d(x2, pool);
   y2 += 1.0;
   expect_modified(et::sum(y2), "max_pool2d");
+  // batch_norm saves x and the weight; with its ReLU also y (the mask), in eval too.
+  for (int written = 0; written < 4; ++written) {
+    CAPTURE(written);
+    auto xb = version_leaf<D>(S4{2, 2, 2, 1}), wb = version_leaf<D>(std::array<std::int64_t, 1>{2});
+    auto bb = version_leaf<D>(std::array<std::int64_t, 1>{2}), shortcut = version_leaf<D>(S4{2, 1, 2, 1});
+    const auto mean = et::zeros<double>(D{}, {2}), var = et::ones<double>(D{}, {2});
+    auto yb = et::batch_norm_add(xb, shortcut, mean, var, wb, bb, {.training = written != 3, .relu = true}, 1);
+    if (written == 0) step(xb);
+    if (written == 1) step(wb);
+    if (written >= 2) yb += 1.0;
+    expect_modified(et::sum(yb * yb), "batch_norm");
+  }
   auto logits = version_leaf<D>(std::array<std::int64_t, 2>{2, 3});
   const auto loss = et::nn::cross_entropy(logits, et::from_vector(et::cpu, std::vector<std::int64_t>{0, 2}, {2}).to(D{}));
   step(logits);

@@ -3,6 +3,7 @@
 // safetensors format: byte-exact against the reference implementation's own test vectors,
 // round trips through modules, and every kind of bad file.
 #include "../common/files.hpp"
+#include "../common/batch_norm_cases.hpp"
 #include "../common/init_cases.hpp"
 #include "../common/loader_cases.hpp"
 #include "../common/lstm_cases.hpp"
@@ -35,6 +36,9 @@ TEST_CASE("Table 7 networks: FCN-R, AlexNet-R, ResNet-56 (CPU)", "[nn][table7]")
   test::check_table7_small_networks<et::Cpu>();
 }
 TEST_CASE("modules: BatchNorm2d (CPU)", "[nn][modules]") { test::check_batch_norm<et::Cpu>(); }
+TEST_CASE("batch_norm, with ReLU and a residual, in every type, against a reference (CPU)", "[nn][batch_norm]") {
+  test::check_batch_norm_forms<et::Cpu>(false);
+}
 TEST_CASE("modules: Conv2d, pooling, Flatten (CPU)", "[nn][modules]") { test::check_conv_pool_flatten<et::Cpu>(); }
 TEST_CASE("modules: a Sequential model trains (CPU)", "[nn][modules]") { test::check_module_training<et::Cpu>(); }
 TEST_CASE("nn::init: Xavier and Kaiming fills, gains, fans (CPU)", "[nn][init]") { test::check_init<et::Cpu>(); }

@@ -2,6 +2,7 @@
 // loader_cases.hpp on CUDA (the same initialization, dropout masks and shuffles as the
 // CPU's are part of them), save/load of a module that lives on the GPU, and batches used
 // on a stream of the user's.
+#include "../common/batch_norm_cases.hpp"
 #include "../common/init_cases.hpp"
 #include "../common/loader_cases.hpp"
 #include "../common/module_cases.hpp"
@@ -104,6 +105,9 @@ TEST_CASE("GPU: Table 7 networks: FCN-R, AlexNet-R, ResNet-56", "[nn][table7]") 
 }
 TEST_CASE("GPU: Table 7 networks: AlexNet-S, ResNet-50", "[nn][table7]") { test::check_table7_imagenet_networks<Gpu>(); }
 TEST_CASE("GPU: modules: BatchNorm2d", "[nn][modules]") { test::check_batch_norm<Gpu>(); }
+TEST_CASE("GPU: batch_norm, with ReLU and a residual, in every type, against a reference", "[nn][batch_norm]") {
+  test::check_batch_norm_forms<Gpu>(true);
+}
 TEST_CASE("GPU: modules: Conv2d, pooling, Flatten", "[nn][modules]") { test::check_conv_pool_flatten<Gpu>(); }
 TEST_CASE("GPU: nn::init: Xavier and Kaiming fills (the CPU's values), gains, fans", "[nn][init]") { test::check_init<Gpu>(); }
 TEST_CASE("GPU: modules: a model built on the CPU, moved with to(), trains", "[nn][modules]") {

@@ -20,8 +20,8 @@
 //     conv_backward_filter(b, geometry, ...)        im2col + GEMM)
 //   pool_forward / max_pool_backward /            max and average pooling    ops/nn.hpp
 //     avg_pool_backward(b, geometry, ...)
-//   batch_norm_forward / batch_norm_backward      batch normalization in     ops/batch_norm.hpp
-//     (b, geometry, ...)                            training (cuDNN, CPU)
+//   batch_norm_forward / batch_norm_backward      batch normalization and    ops/batch_norm.hpp
+//     (b, geometry, ...)                            its ReLU and residual
 //   scatter_add_into(b, out, index, src, g)       index_add / scatter_add    ops/index.hpp
 //   cumsum_rows(b, in, out, rows, length)         inclusive scans            ops/scan.hpp
 //   sort_rows(b, in, indices, rows, length, desc) sort / topk's order        ops/scan.hpp
@@ -33,9 +33,9 @@
 // softmax_ops, index_ops, nn_shapes, math_mode, tensor_list}.hpp (docs/layers.txt: the
 // layer below the kernels and the backends themselves).
 //
-// In a file that nvcc does not compile (or without cuDNN, for convolution, pooling and
-// batch normalization), backend/cuda/unavailable.hpp and backend/cuda/nn.hpp give the CUDA
-// overloads bodies that stop compilation with an et: message instead. Operations hold no `#if` and no device
+// In a file that nvcc does not compile (or without cuDNN, for convolution and pooling),
+// backend/cuda/unavailable.hpp and backend/cuda/nn.hpp give the CUDA overloads bodies that
+// stop compilation with an et: message instead. Operations hold no `#if` and no device
 // test of their own.
 //
 // The stream a backend queues on is decided in one place as well: runtime/stream.hpp.

@@ -154,15 +154,26 @@ struct PoolGeometry {
   Shape<4> output_shape() const { return nhwc() ? Shape<4>{n, p, q, c} : Shape<4>{n, c, p, q}; }
 };
 
-/// Batch normalization in training over [N, C, H, W] (nchw, packed) per channel: `count`
-/// = N * H * W values a channel; the running statistics move by `momentum` (PyTorch's
-/// meaning: running = (1 - momentum) running + momentum batch), the variance biased in
-/// the normalization and unbiased in running_var.
+/// Batch normalization over [N, C, H, W] (nchw, packed) per channel, and what it adds
+/// after normalizing (its fused epilogue):
+///
+///   y = relu?((x - mean) * invstd * weight + bias + residual)
+///
+/// In training the batch's statistics normalize (`count` = N * H * W values a channel) and
+/// the running ones move by `momentum` (PyTorch's meaning: running = (1 - momentum) running +
+/// momentum batch), the variance biased in the normalization and unbiased in running_var; in
+/// eval the running statistics normalize. The residual, when there is one, is added to
+/// channels [residual_first, residual_first + residual_channels) of y alone (ResNet's
+/// option-A shortcut: the other channels are its zero padding, never made); ReLU comes last.
 struct BatchNormGeometry {
   std::int64_t n = 0, c = 0, hw = 0;
   double eps = 1e-5, momentum = 0.1;
+  bool training = true;
+  bool relu = false;
+  std::int64_t residual_first = 0, residual_channels = 0;  ///< no residual: 0 channels
 
   std::int64_t count() const { return n * hw; }
+  bool has_residual() const { return residual_channels > 0; }
 };
 
 /// An LSTM call's sizes (derivatives/rnn.hpp, backend/cuda/cudnn_rnn.hpp): S steps of B

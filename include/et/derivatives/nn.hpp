@@ -1,9 +1,9 @@
 // Recording convolution, pooling and batch normalization. `y = conv2d(x, w[, bias])` is
 // one node whose backward runs the backend's data and filter gradients (cuDNN / im2col) and
 // sums dy for the bias; max pooling's backward reads the saved input and output (the
-// positions of the maxima), average pooling's only the input's shape; batch_norm's (in
-// training, float and double) reads x, the weight and the saved mean and inverse deviation,
-// and gives dx, dweight and dbias from one backend call. The gradients themselves are public
+// positions of the maxima), average pooling's only the input's shape; batch_norm's reads x,
+// the weight, the statistics that normalized x (and y, after a fused ReLU), and gives dx,
+// dweight, dbias and a fused residual's gradient from one backend call. The gradients themselves are public
 // operations (ops/nn.hpp: conv2d_backward_data, conv2d_backward_filter,
 // max_pool2d_backward, avg_pool2d_backward).
 #pragma once
@@ -47,26 +47,50 @@ void record_conv([[maybe_unused]] Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, 
   }
 }
 
-/// Records y = batch_norm(x, ..., weight, bias) in training for autograd: one node whose
-/// backward is the backend's (cuDNN / one CPU pass per channel). It saves `packed`, the
-/// contiguous x the forward pass read (x itself when it already was), not x again.
+/// Records y = batch_norm(x, ..., weight, bias[, residual]) for autograd: one node whose
+/// backward is the backend's (two kernels on CUDA, one CPU pass per channel), giving dx,
+/// dweight, dbias and the residual's gradient at once. It saves `packed`, the contiguous x
+/// the forward pass read (x itself when it already was), the statistics that normalized it
+/// and, for ReLU's mask, y.
 template <class T, class D>
 void record_batch_norm([[maybe_unused]] Tensor<T, 4, D>& y, [[maybe_unused]] const Tensor<T, 4, D>& x,
                        [[maybe_unused]] const Tensor<T, 4, D>& packed, [[maybe_unused]] const Tensor<T, 1, D>& weight,
-                       [[maybe_unused]] const Tensor<T, 1, D>& bias,
-                       [[maybe_unused]] const Tensor<T, 1, D>& save_mean,
-                       [[maybe_unused]] const Tensor<T, 1, D>& save_invstd,
+                       [[maybe_unused]] const Tensor<T, 1, D>& bias, [[maybe_unused]] const Tensor<T, 4, D>* residual,
+                       [[maybe_unused]] const Tensor<compute_t<T>, 1, D>& save_mean,
+                       [[maybe_unused]] const Tensor<compute_t<T>, 1, D>& save_invstd,
                        [[maybe_unused]] const BatchNormGeometry& geometry) {
   if constexpr (records_on<D>) {
-    if (!records(x, weight, bias)) return;
-    auto backward = [geometry](const auto& g, const auto&, const auto& x, const auto& w, const auto& mean,
-                               const auto& invstd) {
-      auto dx = Tensor<T, 4, D>::allocate(x.shape());
-      auto dw = Tensor<T, 1, D>::allocate(w.shape()), db = Tensor<T, 1, D>::allocate(w.shape());
-      batch_norm_backward(backend<D>, geometry, x, g.contiguous(), w.contiguous(), mean, invstd, dx, dw, db);
-      return std::tuple{dx, dw, db};
+    if (!(records(x, weight, bias) || (residual && records(*residual)))) return;
+    Tensor<T, 4, D> output;  // ReLU's mask; it shares y's version counter
+    if (geometry.relu) {
+      y.meta();
+      output = y.detach();
+    }
+    auto gradients = [geometry](const auto& g, const auto& needs, const auto& x, const auto& y, const auto& w,
+                                const auto& mean, const auto& invstd) {
+      Tensor<T, 4, D> dx, dresidual;
+      Tensor<T, 1, D> dw, db;
+      if (needs[0]) dx = Tensor<T, 4, D>::allocate(x.shape());
+      if (needs[1]) dw = Tensor<T, 1, D>::allocate(w.shape());
+      if (needs[2]) db = Tensor<T, 1, D>::allocate(w.shape());
+      const bool residual = geometry.has_residual() && needs.next.size() > 3 && needs[3];
+      if (residual)
+        dresidual = Tensor<T, 4, D>::allocate(Shape<4>{geometry.n, geometry.residual_channels, x.size(2), x.size(3)});
+      batch_norm_backward(backend<D>, geometry, x, y, g.contiguous(), w, mean, invstd, dx, dw, db,
+                          residual ? &dresidual : nullptr);
+      return std::tuple{dx, dw, db, dresidual};
     };
-    record_op(y, "batch_norm", std::tie(x, weight, bias), backward, packed, weight, save_mean, save_invstd);
+    const Tensor<T, 1, D> w = weight.contiguous();
+    if (residual == nullptr) {
+      auto three = [gradients](const auto& g, const auto& needs, const auto&... saved) {
+        auto [dx, dw, db, unused] = gradients(g, needs, saved...);
+        return std::tuple{dx, dw, db};
+      };
+      record_op(y, "batch_norm", std::tie(x, weight, bias), three, packed, output, w, save_mean, save_invstd);
+    } else {
+      record_op(y, "batch_norm", std::tie(x, weight, bias, *residual), gradients, packed, output, w, save_mean,
+                save_invstd);
+    }
   }
 }
 

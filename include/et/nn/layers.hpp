@@ -179,6 +179,12 @@ struct BatchNorm2dOptions {
 /// the batch's mean and biased variance normalize, and the running statistics move toward
 /// the batch's (unbiased variance); in eval the running statistics normalize. weight (1)
 /// and bias (0) are parameters; running_mean, running_var and num_batches_tracked buffers.
+/// Besides bn(x), what follows a batch norm in a residual network, in the same pass:
+///
+///   bn.forward_relu(x)                            relu(bn(x))
+///   bn.forward_add_relu(x, shortcut)              relu(bn(x) + shortcut)
+///   bn.forward_add_relu(x, shortcut, offset)      shortcut [N, C', H, W] added to channels
+///                                                 [offset, offset + C') only (option A)
 template <class T, class D>
 class BatchNorm2d : public Module<BatchNorm2d<T, D>> {
  public:
@@ -203,20 +209,35 @@ class BatchNorm2d : public Module<BatchNorm2d<T, D>> {
 
   template <class TX, class DX>
   Tensor<T, 4, D> forward(const Tensor<TX, 4, DX>& x) {
-    [[maybe_unused]] et::detail::same_devices<D, DX> check;
-    static_assert(std::is_same_v<TX, T>, "et: BatchNorm2d<T, D> takes tensors of its element type T");
-    if constexpr (std::is_same_v<D, DX> && std::is_same_v<TX, T>) {
+    return run(x, static_cast<const Tensor<TX, 4, DX>*>(nullptr), 0, false);
+  }
+  template <class TX, class DX>
+  Tensor<T, 4, D> forward_relu(const Tensor<TX, 4, DX>& x) {
+    return run(x, static_cast<const Tensor<TX, 4, DX>*>(nullptr), 0, true);
+  }
+  template <class TX, class DX, class TR, class DR>
+  Tensor<T, 4, D> forward_add_relu(const Tensor<TX, 4, DX>& x, const Tensor<TR, 4, DR>& shortcut,
+                                   std::int64_t channel_offset = 0) {
+    return run(x, &shortcut, channel_offset, true);
+  }
+
+ private:
+  template <class TX, class DX, class TR, class DR>
+  Tensor<T, 4, D> run(const Tensor<TX, 4, DX>& x, const Tensor<TR, 4, DR>* shortcut, std::int64_t channel_offset,
+                      bool relu) {
+    [[maybe_unused]] et::detail::same_devices<D, DX, DR> check;
+    static_assert(std::is_same_v<TX, T> && std::is_same_v<TR, T>,
+                  "et: BatchNorm2d<T, D> takes tensors of its element type T");
+    if constexpr (std::is_same_v<D, DX> && std::is_same_v<D, DR> && std::is_same_v<TX, T> && std::is_same_v<TR, T>) {
       const std::int64_t c = weight.defined() ? weight.size(0) : 0;
       if (x.size(1) != c)
         throw ShapeError("et: BatchNorm2d(" + std::to_string(c) + "): the input has shape " + format_shape(x.shape()) +
                          "; [N, C, H, W] with C = " + std::to_string(c));
-      const Tensor<T, 4, D> y = batch_norm(x, running_mean, running_var, weight, bias,
-                                           {.training = this->is_training(), .momentum = options.momentum, .eps = options.eps});
-      if (this->is_training()) {
-        NoGradGuard no_grad;
-        num_batches_tracked += std::int64_t{1};
-      }
-      return y;
+      const BatchNormOptions o{
+          .training = this->is_training(), .momentum = options.momentum, .eps = options.eps, .relu = relu};
+      // In training the count moves in the statistics' own pass.
+      return et::detail::batch_norm_impl(x, shortcut, channel_offset, running_mean, running_var, weight, bias, o,
+                                         &num_batches_tracked);
     } else {
       return {};
     }

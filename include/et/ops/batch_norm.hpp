@@ -1,46 +1,50 @@
-// Batch normalization over [N, C, H, W] per channel, as PyTorch's F.batch_norm:
+// Batch normalization over [N, C, H, W] per channel, as PyTorch's F.batch_norm, and with what
+// follows it in a residual network in the same pass:
 //
 //   y = et::batch_norm(x, running_mean, running_var, weight, bias, {.training = true});
+//   y = et::batch_norm(x, ..., {.relu = true});                  // relu(batch_norm(x))
+//   y = et::batch_norm_add(x, shortcut, ..., {.relu = true});    // relu(batch_norm(x) + shortcut)
 //
 // In training the batch's mean and biased variance normalize, y = (x - mean) / sqrt(var +
 // eps) * weight + bias, and the running statistics move toward the batch's in place:
 // running = (1 - momentum) running + momentum batch (the running variance unbiased). In
 // eval the running statistics normalize. x: [N, C, H, W]; the other four: [C].
 //
-// Training on float and double is one backend operation forward and one backward
-// (backend/cpu/batch_norm.hpp; on CUDA cuDNN's spatial batch norm, as PyTorch), recorded
-// as one autograd node (derivatives/nn.hpp). half and bfloat16 run as fused elementwise
-// expressions and per-channel means (their statistics in the type itself), as eval does
-// for every type.
+// batch_norm_add's residual [N, C', H, W] is added to channels [channel_offset,
+// channel_offset + C') of the normalized x: all C of them by default, or fewer for ResNet's
+// option-A shortcut, whose zero channels are then never made.
+//
+// Every floating type, training and eval, is one backend operation forward and one backward
+// (backend/cpu/batch_norm.hpp; backend/cuda/batch_norm.hpp: two kernels each way), recorded
+// as one autograd node (derivatives/nn.hpp) that gives dx, dweight, dbias and the residual's
+// gradient together; statistics accumulate in double, and 16-bit types keep theirs in float.
 #pragma once
 
 #include <string>
 #include <type_traits>
 
+#include "et/autograd/graph.hpp"
 #include "et/backend/cpu/batch_norm.hpp"
-#include "et/backend/cuda/nn.hpp"
 #include "et/backend/nn_shapes.hpp"
-#include "et/exec/assign.hpp"
-#include "et/ops/reduce.hpp"
 #include "et/tensor.hpp"
+
+#if defined(ET_DEVICE_COMPILER)
+#include "et/backend/cuda/batch_norm.hpp"
+#endif
 
 namespace et {
 
 /// F.batch_norm's options: training (batch statistics, running ones updated) or eval
-/// (running statistics), the running statistics' momentum and the variance's epsilon.
+/// (running statistics), the running statistics' momentum and the variance's epsilon; and
+/// relu, a ReLU applied to the result in the same pass (after batch_norm_add's residual).
 struct BatchNormOptions {
   bool training = true;
   double momentum = 0.1;
   double eps = 1e-5;
+  bool relu = false;
 };
 
 namespace detail {
-
-/// The mean over N, H and W of [N, C, H, W], as [1, C, 1, 1]: equal groups, so a mean of means.
-template <class T, class D, class E>
-Tensor<T, 4, D> channel_mean(const E& e) {
-  return mean(mean(mean(e, 3, true), 2, true), 0, true);
-}
 
 inline BatchNormGeometry batch_norm_geometry(const Shape<4>& x, const Shape<1>& mean, const Shape<1>& var,
                                              const Shape<1>& weight, const Shape<1>& bias, const BatchNormOptions& o) {
@@ -52,45 +56,64 @@ inline BatchNormGeometry batch_norm_geometry(const Shape<4>& x, const Shape<1>& 
                        "] (one value per channel), got " + format_shape(mean) + ", " + format_shape(var) + ", " +
                        format_shape(weight) + ", " + format_shape(bias));
   if (!(o.eps > 0)) throw ShapeError(where + ": eps must be positive, got " + std::to_string(o.eps));
-  BatchNormGeometry g{x[0], c, x[2] * x[3], o.eps, o.momentum};
+  BatchNormGeometry g{x[0], c, x[2] * x[3], o.eps, o.momentum, o.training, o.relu};
   if (o.training && g.count() <= 1)
     throw ShapeError(where + ": in training, batch_norm needs more than one value per channel (N * H * W > 1)");
   return g;
 }
 
+/// Places a residual of shape r on channels [offset, offset + r[1]) of g's output.
+inline void place_residual(BatchNormGeometry& g, const Shape<4>& x, const Shape<4>& r, std::int64_t offset) {
+  if (r[0] != x[0] || r[2] != x[2] || r[3] != x[3] || offset < 0 || r[1] > x[1] - offset)
+    throw ShapeError("et: batch_norm_add of input " + format_shape(x) + " and residual " + format_shape(r) +
+                     " at channel " + std::to_string(offset) +
+                     ": the residual must be [N, C', H, W] as the input, its C' channels inside the input's " +
+                     std::to_string(x[1]) + " from the offset on");
+  g.residual_first = offset;
+  g.residual_channels = r[1];
+}
+
+/// t with each plane (the last two axes) packed, as the backends read a residual.
 template <class T, class D>
-Tensor<T, 4, D> batch_norm_impl(const Tensor<T, 4, D>& x, const Tensor<T, 1, D>& running_mean,
-                                const Tensor<T, 1, D>& running_var, const Tensor<T, 1, D>& weight,
-                                const Tensor<T, 1, D>& bias, const BatchNormOptions& options) {
-  const auto g = batch_norm_geometry(x.shape(), running_mean.shape(), running_var.shape(), weight.shape(), bias.shape(),
-                                     options);
-  const Shape<4> per_channel{1, g.c, 1, 1};
-  const auto w = weight.view(per_channel), b = bias.view(per_channel);
-  const T eps = T(options.eps);
-  if (!options.training)
-    return Tensor<T, 4, D>((x - running_mean.view(per_channel)) * rsqrt(running_var.view(per_channel) + eps) * w + b);
-  if (!running_mean.is_contiguous() || !running_var.is_contiguous())
+Tensor<T, 4, D> planes_packed(const Tensor<T, 4, D>& t) {
+  const bool packed = (t.size(3) <= 1 || t.strides()[3] == 1) && (t.size(2) <= 1 || t.strides()[2] == t.size(3));
+  return packed ? t : t.contiguous();
+}
+
+template <class T, class D>
+Tensor<T, 4, D> batch_norm_impl(const Tensor<T, 4, D>& x, const Tensor<T, 4, D>* residual, std::int64_t offset,
+                                const Tensor<T, 1, D>& running_mean, const Tensor<T, 1, D>& running_var,
+                                const Tensor<T, 1, D>& weight, const Tensor<T, 1, D>& bias,
+                                const BatchNormOptions& options, const Tensor<std::int64_t, 0, D>* batches_tracked) {
+  BatchNormGeometry g = batch_norm_geometry(x.shape(), running_mean.shape(), running_var.shape(), weight.shape(),
+                                            bias.shape(), options);
+  if (residual) place_residual(g, x.shape(), residual->shape(), offset);
+  if (options.training && (!running_mean.is_contiguous() || !running_var.is_contiguous()))
     throw ShapeError("et: batch_norm: running_mean and running_var must be contiguous (training updates them in place)");
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    const Tensor<T, 4, D> packed = x.contiguous();
-    auto y = Tensor<T, 4, D>::allocate(x.shape());
-    auto save_mean = Tensor<T, 1, D>::allocate(Shape<1>{g.c}), save_invstd = Tensor<T, 1, D>::allocate(Shape<1>{g.c});
-    batch_norm_forward(backend<D>, g, packed, weight.contiguous(), bias.contiguous(), y, running_mean, running_var,
-                       save_mean, save_invstd);
-    record_batch_norm(y, x, packed, weight, bias, save_mean, save_invstd, g);
-    return y;
-  } else {
-    const Tensor<T, 4, D> mean = channel_mean<T, D>(x);
-    const Tensor<T, 4, D> centered = x - mean;
-    const Tensor<T, 4, D> variance = channel_mean<T, D>(centered * centered);
-    Tensor<T, 4, D> y = centered * rsqrt(variance + eps) * w + b;
-    NoGradGuard no_grad;
-    const T m = T(options.momentum), unbiased = T(double(g.count()) / double(g.count() - 1));
-    Tensor<T, 1, D> into_mean = running_mean, into_var = running_var;  // the same storage
-    into_mean = (T(1) - m) * running_mean + m * mean.detach().view(Shape<1>{g.c});
-    into_var = (T(1) - m) * running_var + (m * unbiased) * variance.detach().view(Shape<1>{g.c});
-    return y;
+  const Tensor<T, 4, D> packed = x.contiguous();
+  const Tensor<T, 4, D> residual_planes = residual ? planes_packed(*residual) : Tensor<T, 4, D>{};
+  auto y = Tensor<T, 4, D>::allocate(x.shape());
+  const bool recorded = records(x, weight, bias) || (residual && records(*residual));
+  Tensor<compute_t<T>, 1, D> save_mean, save_invstd;
+  if (options.training || recorded) {
+    save_mean = Tensor<compute_t<T>, 1, D>::allocate(Shape<1>{g.c});
+    save_invstd = Tensor<compute_t<T>, 1, D>::allocate(Shape<1>{g.c});
   }
+  batch_norm_forward(backend<D>, g, packed, weight.contiguous(), bias.contiguous(), running_mean.contiguous(),
+                     running_var.contiguous(), residual ? &residual_planes : nullptr, y, save_mean, save_invstd,
+                     options.training ? batches_tracked : nullptr);
+  record_batch_norm(y, x, packed, weight, bias, residual, save_mean, save_invstd, g);
+  return y;
+}
+
+/// The checks both entry points make at compile time: one device, one floating type.
+template <class T, class D, class... Others>
+constexpr bool batch_norm_operands() {
+  [[maybe_unused]] detail::same_devices<D, typename Others::device_type...> check;
+  static_assert(detail::is_floating_v<T>, "et: batch_norm needs a floating-point element type");
+  constexpr bool one_type = (std::is_same_v<T, typename Others::value_type> && ...);
+  static_assert(one_type, "et: batch_norm needs all its tensors of one element type; convert with et::cast<T>(...)");
+  return one_type && (std::is_same_v<D, typename Others::device_type> && ...) && detail::is_floating_v<T>;
 }
 
 }  // namespace detail
@@ -103,13 +126,29 @@ template <class T, class D, class TM, class DM, class TV, class DV, class TW, cl
 Tensor<T, 4, D> batch_norm(const Tensor<T, 4, D>& x, const Tensor<TM, 1, DM>& running_mean,
                            const Tensor<TV, 1, DV>& running_var, const Tensor<TW, 1, DW>& weight,
                            const Tensor<TB, 1, DB>& bias, const BatchNormOptions& options = {}) {
-  [[maybe_unused]] detail::same_devices<D, DM, DV, DW, DB> check;
-  constexpr bool one_device = std::is_same_v<D, DM> && std::is_same_v<D, DV> && std::is_same_v<D, DW> && std::is_same_v<D, DB>;
-  constexpr bool one_type = std::is_same_v<T, TM> && std::is_same_v<T, TV> && std::is_same_v<T, TW> && std::is_same_v<T, TB>;
-  static_assert(detail::is_floating_v<T>, "et: batch_norm needs a floating-point element type");
-  static_assert(one_type, "et: batch_norm needs all its tensors of one element type; convert with et::cast<T>(...)");
-  if constexpr (one_device && one_type && detail::is_floating_v<T>) {
-    return detail::batch_norm_impl(x, running_mean, running_var, weight, bias, options);
+  if constexpr (detail::batch_norm_operands<T, D, Tensor<TM, 1, DM>, Tensor<TV, 1, DV>, Tensor<TW, 1, DW>,
+                                            Tensor<TB, 1, DB>>()) {
+    return detail::batch_norm_impl(x, static_cast<const Tensor<T, 4, D>*>(nullptr), 0, running_mean, running_var, weight,
+                                   bias, options, static_cast<const Tensor<std::int64_t, 0, D>*>(nullptr));
+  } else {
+    return {};
+  }
+}
+
+/// batch_norm(x, ...) + residual, then ReLU if options.relu, in one pass: residual [N, C',
+/// H, W] is added to channels [channel_offset, channel_offset + C') (all of them when C' =
+/// C). Throws ShapeError, besides batch_norm's cases, for a residual of another N, H or W,
+/// or whose channels reach past C.
+template <class T, class D, class TR, class DR, class TM, class DM, class TV, class DV, class TW, class DW, class TB,
+          class DB>
+Tensor<T, 4, D> batch_norm_add(const Tensor<T, 4, D>& x, const Tensor<TR, 4, DR>& residual,
+                               const Tensor<TM, 1, DM>& running_mean, const Tensor<TV, 1, DV>& running_var,
+                               const Tensor<TW, 1, DW>& weight, const Tensor<TB, 1, DB>& bias,
+                               const BatchNormOptions& options = {}, std::int64_t channel_offset = 0) {
+  if constexpr (detail::batch_norm_operands<T, D, Tensor<TR, 4, DR>, Tensor<TM, 1, DM>, Tensor<TV, 1, DV>,
+                                            Tensor<TW, 1, DW>, Tensor<TB, 1, DB>>()) {
+    return detail::batch_norm_impl(x, &residual, channel_offset, running_mean, running_var, weight, bias, options,
+                                   static_cast<const Tensor<std::int64_t, 0, D>*>(nullptr));
   } else {
     return {};
   }

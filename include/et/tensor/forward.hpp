@@ -85,6 +85,14 @@ template <class T, class D, class TB, int RB, class DB>
 void record_conv(Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, const Tensor<T, 4, D>& w,
                  const Tensor<TB, RB, DB>* bias, const Conv2dOptions& options);
 
+// derivatives/nn.hpp: records y = batch_norm(x, ...[, residual]) for autograd.
+struct BatchNormGeometry;
+template <class T, class D>
+void record_batch_norm(Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, const Tensor<T, 4, D>& packed,
+                       const Tensor<T, 1, D>& weight, const Tensor<T, 1, D>& bias, const Tensor<T, 4, D>* residual,
+                       const Tensor<compute_t<T>, 1, D>& save_mean, const Tensor<compute_t<T>, 1, D>& save_invstd,
+                       const BatchNormGeometry& geometry);
+
 // derivatives/nn.hpp: records y = max_pool2d(x) (max) or avg_pool2d(x) for autograd.
 template <class T, class D>
 void record_pool(Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, const Pool2dOptions& options, bool max);

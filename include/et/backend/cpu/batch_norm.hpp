@@ -1,12 +1,17 @@
-// Batch normalization in training on the CPU, as ops/batch_norm.hpp calls it through the
-// backend tag (backend/backend.hpp): one pass per channel (OpenMP over the channels) that
-// accumulates in double, for float and double tensors, packed nchw.
+// Batch normalization on the CPU, as ops/batch_norm.hpp calls it through the backend tag
+// (backend/backend.hpp), with the epilogue backend/nn_shapes.hpp describes (a residual on a
+// range of channels, then ReLU): one pass per channel (OpenMP over the channels) that
+// accumulates in double, for every floating type, packed nchw. The same contract as
+// backend/cuda/batch_norm.hpp:
 //
-//   forward   mean, biased variance (two passes over the channel's values: no cancellation),
-//             invstd = 1 / sqrt(var + eps); y = (x - mean) * invstd * w + b; the running
-//             statistics updated in place (unbiased variance), mean and invstd saved
-//   backward  xhat = (x - mean) * invstd; db = sum dy; dw = sum dy * xhat;
-//             dx = w * invstd / M * (M * dy - db - xhat * dw), M = N * H * W
+//   forward   training: mean, biased variance (two passes over the channel's values: no
+//             cancellation), invstd = 1 / sqrt(var + eps), saved; the running statistics
+//             updated in place (unbiased variance). eval: the running statistics, saved
+//             where the caller passes tensors for them. Then y = relu?((x - mean) * invstd *
+//             w + b + residual).
+//   backward  g = dy where y > 0 (ReLU) or dy; xhat = (x - mean) * invstd; db = sum g;
+//             dw = sum g * xhat; dx = w * invstd / M * (M * g - db - xhat * dw) in training
+//             (M = N * H * W), w * invstd * g in eval; the residual's gradient is g.
 #pragma once
 
 #include <cmath>
@@ -15,73 +20,119 @@
 #include "et/backend/backend.hpp"
 #include "et/backend/nn_shapes.hpp"
 #include "et/tensor.hpp"
+#include "et/types.hpp"
 
 namespace et::detail::cpu_backend {
 
-/// Visits channel c's values: f(offset of a run of hw values), for each of the N images.
+template <class T>
+double as_double(T v) {
+  return static_cast<double>(static_cast<compute_t<T>>(v));
+}
+template <class T>
+T from_double(double v) {
+  return static_cast<T>(static_cast<compute_t<T>>(v));
+}
+
+/// Visits channel c's values: f(image, offset of its run of hw values).
 template <class F>
 void for_each_run(const BatchNormGeometry& g, std::int64_t c, F&& f) {
-  for (std::int64_t i = 0; i < g.n; ++i) f((i * g.c + c) * g.hw);
+  for (std::int64_t i = 0; i < g.n; ++i) f(i, (i * g.c + c) * g.hw);
+}
+
+/// The start of image i's plane of channel c in a residual of `channels` channels laid out
+/// with these image and channel steps, or null where the residual does not cover c.
+template <class T>
+T* residual_plane(T* data, const BatchNormGeometry& g, std::int64_t image_step, std::int64_t channel_step,
+                  std::int64_t i, std::int64_t c) {
+  if (data == nullptr || c < g.residual_first || c >= g.residual_first + g.residual_channels) return nullptr;
+  return data + i * image_step + (c - g.residual_first) * channel_step;
 }
 
 template <class T>
 void batch_norm_forward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, Cpu>& x, const Tensor<T, 1, Cpu>& w,
-                        const Tensor<T, 1, Cpu>& b, const Tensor<T, 4, Cpu>& y, const Tensor<T, 1, Cpu>& running_mean,
-                        const Tensor<T, 1, Cpu>& running_var, const Tensor<T, 1, Cpu>& save_mean,
-                        const Tensor<T, 1, Cpu>& save_invstd) {
+                        const Tensor<T, 1, Cpu>& b, const Tensor<T, 1, Cpu>& running_mean,
+                        const Tensor<T, 1, Cpu>& running_var, const Tensor<T, 4, Cpu>* residual,
+                        const Tensor<T, 4, Cpu>& y, const Tensor<compute_t<T>, 1, Cpu>& save_mean,
+                        const Tensor<compute_t<T>, 1, Cpu>& save_invstd,
+                        const Tensor<std::int64_t, 0, Cpu>* batches_tracked) {
   const T* xs = x.data();
   T* ys = y.data();
+  const T* rs = residual ? residual->data() : nullptr;
+  const std::int64_t image_step = residual ? residual->strides()[0] : 0, channel_step = residual ? residual->strides()[1] : 0;
   const double count = double(g.count());
 #pragma omp parallel for schedule(static) if (g.c > 1 && g.n * g.c * g.hw > 32768)
   for (std::int64_t c = 0; c < g.c; ++c) {
-    double sum = 0, squares = 0;
-    for_each_run(g, c, [&](std::int64_t at) {
-      for (std::int64_t k = 0; k < g.hw; ++k) sum += double(xs[at + k]);
+    double mean = 0, invstd = 0;
+    if (g.training) {
+      double sum = 0, squares = 0;
+      for_each_run(g, c, [&](std::int64_t, std::int64_t at) {
+        for (std::int64_t k = 0; k < g.hw; ++k) sum += as_double(xs[at + k]);
+      });
+      mean = sum / count;
+      for_each_run(g, c, [&](std::int64_t, std::int64_t at) {
+        for (std::int64_t k = 0; k < g.hw; ++k) squares += (as_double(xs[at + k]) - mean) * (as_double(xs[at + k]) - mean);
+      });
+      const double variance = squares / count, m = g.momentum;
+      invstd = 1.0 / std::sqrt(variance + g.eps);
+      running_mean.data()[c] = from_double<T>((1 - m) * as_double(running_mean.data()[c]) + m * mean);
+      running_var.data()[c] = from_double<T>((1 - m) * as_double(running_var.data()[c]) + m * variance * count / (count - 1));
+    } else {
+      mean = as_double(running_mean.data()[c]);
+      invstd = 1.0 / std::sqrt(as_double(running_var.data()[c]) + g.eps);
+    }
+    if (save_mean.defined()) {
+      save_mean.data()[c] = static_cast<compute_t<T>>(mean);
+      save_invstd.data()[c] = static_cast<compute_t<T>>(invstd);
+    }
+    const double scale = as_double(w.data()[c]) * invstd, shift = as_double(b.data()[c]) - mean * scale;
+    for_each_run(g, c, [&](std::int64_t i, std::int64_t at) {
+      const T* r = residual_plane(rs, g, image_step, channel_step, i, c);
+      for (std::int64_t k = 0; k < g.hw; ++k) {
+        double v = as_double(xs[at + k]) * scale + shift + (r ? as_double(r[k]) : 0.0);
+        if (g.relu && v < 0) v = 0;
+        ys[at + k] = from_double<T>(v);
+      }
     });
-    const double mean = sum / count;
-    for_each_run(g, c, [&](std::int64_t at) {
-      for (std::int64_t k = 0; k < g.hw; ++k) squares += (double(xs[at + k]) - mean) * (double(xs[at + k]) - mean);
-    });
-    const double variance = squares / count, invstd = 1.0 / std::sqrt(variance + g.eps);
-    const double scale = double(w.data()[c]) * invstd, shift = double(b.data()[c]) - mean * scale;
-    for_each_run(g, c, [&](std::int64_t at) {
-      for (std::int64_t k = 0; k < g.hw; ++k) ys[at + k] = T(double(xs[at + k]) * scale + shift);
-    });
-    const double m = g.momentum;
-    running_mean.data()[c] = T((1 - m) * double(running_mean.data()[c]) + m * mean);
-    running_var.data()[c] = T((1 - m) * double(running_var.data()[c]) + m * variance * count / (count - 1));
-    save_mean.data()[c] = T(mean);
-    save_invstd.data()[c] = T(invstd);
   }
+  if (batches_tracked) ++*batches_tracked->data();
 }
 
 template <class T>
-void batch_norm_backward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, Cpu>& x, const Tensor<T, 4, Cpu>& dy,
-                         const Tensor<T, 1, Cpu>& w, const Tensor<T, 1, Cpu>& save_mean,
-                         const Tensor<T, 1, Cpu>& save_invstd, const Tensor<T, 4, Cpu>& dx, const Tensor<T, 1, Cpu>& dw,
-                         const Tensor<T, 1, Cpu>& db) {
-  const T *xs = x.data(), *dys = dy.data();
-  T* dxs = dx.data();
+void batch_norm_backward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, Cpu>& x, const Tensor<T, 4, Cpu>& y,
+                         const Tensor<T, 4, Cpu>& dy, const Tensor<T, 1, Cpu>& w,
+                         const Tensor<compute_t<T>, 1, Cpu>& save_mean,
+                         const Tensor<compute_t<T>, 1, Cpu>& save_invstd, const Tensor<T, 4, Cpu>& dx,
+                         const Tensor<T, 1, Cpu>& dw, const Tensor<T, 1, Cpu>& db, const Tensor<T, 4, Cpu>* dresidual) {
+  const T *xs = x.data(), *dys = dy.data(), *ys = g.relu ? y.data() : nullptr;
+  T* dxs = dx.defined() ? dx.data() : nullptr;
+  T* drs = dresidual ? dresidual->data() : nullptr;
   const double count = double(g.count());
+  auto gradient = [&](std::int64_t at) { return ys && !(as_double(ys[at]) > 0) ? 0.0 : as_double(dys[at]); };
 #pragma omp parallel for schedule(static) if (g.c > 1 && g.n * g.c * g.hw > 32768)
   for (std::int64_t c = 0; c < g.c; ++c) {
     const double mean = double(save_mean.data()[c]), invstd = double(save_invstd.data()[c]);
-    double sum_dy = 0, sum_dy_xhat = 0;
-    for_each_run(g, c, [&](std::int64_t at) {
+    double sum_g = 0, sum_g_xhat = 0;
+    for_each_run(g, c, [&](std::int64_t i, std::int64_t at) {
+      T* dr = residual_plane(drs, g, g.residual_channels * g.hw, g.hw, i, c);
       for (std::int64_t k = 0; k < g.hw; ++k) {
-        sum_dy += double(dys[at + k]);
-        sum_dy_xhat += double(dys[at + k]) * (double(xs[at + k]) - mean) * invstd;
+        const double gk = gradient(at + k);
+        sum_g += gk;
+        sum_g_xhat += gk * (as_double(xs[at + k]) - mean) * invstd;
+        if (dr) dr[k] = from_double<T>(gk);
       }
     });
-    const double scale = double(w.data()[c]) * invstd / count;
-    for_each_run(g, c, [&](std::int64_t at) {
-      for (std::int64_t k = 0; k < g.hw; ++k) {
-        const double xhat = (double(xs[at + k]) - mean) * invstd;
-        dxs[at + k] = T(scale * (count * double(dys[at + k]) - sum_dy - xhat * sum_dy_xhat));
-      }
-    });
-    dw.data()[c] = T(sum_dy_xhat);
-    db.data()[c] = T(sum_dy);
+    const double scale = as_double(w.data()[c]) * invstd;
+    if (dxs) {
+      for_each_run(g, c, [&](std::int64_t, std::int64_t at) {
+        for (std::int64_t k = 0; k < g.hw; ++k) {
+          const double xhat = (as_double(xs[at + k]) - mean) * invstd;
+          dxs[at + k] = from_double<T>(g.training ? scale / count * (count * gradient(at + k) - sum_g - xhat * sum_g_xhat)
+                                                  : scale * gradient(at + k));
+        }
+      });
+    }
+    if (dw.defined()) dw.data()[c] = from_double<T>(sum_g_xhat);
+    if (db.defined()) db.data()[c] = from_double<T>(sum_g);
   }
 }
 

@@ -1,6 +1,6 @@
-// cuDNN's legacy descriptor API, shared by pooling (cudnn_pooling.hpp) and batch
-// normalization (cudnn_batch_norm.hpp): 4-d tensor descriptors with strides (32-bit
-// extents, checked) and the scaling factors the legacy calls take. Errors and handles come
+// cuDNN's legacy descriptor API, which pooling (cudnn_pooling.hpp) calls: 4-d tensor
+// descriptors with strides (32-bit extents, checked) and the scaling factors the legacy
+// calls take. Errors and handles come
 // from cudnn.hpp.
 #pragma once
 

@@ -1,6 +1,6 @@
-// Convolution, pooling and batch normalization on a CUDA device, as ops/nn.hpp and
-// ops/batch_norm.hpp call them through the backend tag (backend/backend.hpp): cuDNN
-// (backend/cuda/cudnn_conv.hpp, cudnn_pooling.hpp, cudnn_batch_norm.hpp) on packed operands. This needs nvcc (packing and the bias run etensor kernels, through this
+// Convolution and pooling on a CUDA device, as ops/nn.hpp calls them through the backend tag
+// (backend/backend.hpp): cuDNN (backend/cuda/cudnn_conv.hpp, cudnn_pooling.hpp) on packed
+// operands. This needs nvcc (packing and the bias run etensor kernels, through this
 // backend's own elementwise call) and cuDNN found at configure time (ET_WITH_CUDNN);
 // otherwise backend/cuda/unavailable.hpp's stand-ins stop compilation with an et: message
 // saying which of the two is missing.
@@ -12,7 +12,6 @@
 #include "et/tensor.hpp"
 
 #if defined(ET_DEVICE_COMPILER) && defined(ET_WITH_CUDNN)
-#include "et/backend/cuda/cudnn_batch_norm.hpp"
 #include "et/backend/cuda/cudnn_conv.hpp"
 #include "et/backend/cuda/cudnn_pooling.hpp"
 #include "et/backend/cuda/elementwise.hpp"
@@ -158,30 +157,6 @@ void max_pool_backward(Backend<I>, const PoolGeometry& g, const Tensor<T, 4, Cud
   cudnn_pooling_backward(g, true, packed(y), packed(dy), packed(x), dx);
 }
 
-/// Batch normalization in training (float and double; ops/batch_norm.hpp packs x and the
-/// per-channel tensors and sends 16-bit types another way).
-template <int I, class T>
-void batch_norm_forward(Backend<I>, const BatchNormGeometry& g, const Tensor<T, 4, Cuda<I>>& x,
-                        const Tensor<T, 1, Cuda<I>>& w, const Tensor<T, 1, Cuda<I>>& b, const Tensor<T, 4, Cuda<I>>& y,
-                        const Tensor<T, 1, Cuda<I>>& running_mean, const Tensor<T, 1, Cuda<I>>& running_var,
-                        const Tensor<T, 1, Cuda<I>>& save_mean, const Tensor<T, 1, Cuda<I>>& save_invstd) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "et: cuDNN's batch norm runs float and double here");
-  note_stream_uses(x, w, b, y, running_mean, running_var, save_mean, save_invstd);
-  cudnn_backend::batch_norm_forward(I, cudnn_backend::data_type<T>(), g, x.data(), y.data(),
-                                    {w.data(), b.data(), running_mean.data(), running_var.data(), save_mean.data(),
-                                     save_invstd.data()});
-}
-template <int I, class T>
-void batch_norm_backward(Backend<I>, const BatchNormGeometry& g, const Tensor<T, 4, Cuda<I>>& x,
-                         const Tensor<T, 4, Cuda<I>>& dy, const Tensor<T, 1, Cuda<I>>& w,
-                         const Tensor<T, 1, Cuda<I>>& save_mean, const Tensor<T, 1, Cuda<I>>& save_invstd,
-                         const Tensor<T, 4, Cuda<I>>& dx, const Tensor<T, 1, Cuda<I>>& dw,
-                         const Tensor<T, 1, Cuda<I>>& db) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "et: cuDNN's batch norm runs float and double here");
-  note_stream_uses(x, dy, w, save_mean, save_invstd, dx, dw, db);
-  cudnn_backend::batch_norm_backward(I, cudnn_backend::data_type<T>(), g, x.data(), dy.data(), w.data(),
-                                     save_mean.data(), save_invstd.data(), dx.data(), dw.data(), db.data());
-}
 template <int I, class T>
 void avg_pool_backward(Backend<I>, const PoolGeometry& g, const Tensor<T, 4, Cuda<I>>& dy,
                        const Tensor<T, 4, Cuda<I>>& dx) {

@@ -89,7 +89,7 @@ bool gemm(Backend<I>, const Operands&...) {
 
 #endif
 
-// Convolution, pooling and batch normalization need cuDNN besides nvcc.
+// Convolution and pooling need cuDNN besides nvcc; batch normalization needs nvcc only.
 #if !defined(ET_DEVICE_COMPILER) || !defined(ET_WITH_CUDNN)
 
 #include "et/backend/backend.hpp"
@@ -100,11 +100,11 @@ bool gemm(Backend<I>, const Operands&...) {
   "et: conv2d, pooling, batch_norm and their gradients on a CUDA device need nvcc: compile this file as CUDA (a .cu file, or LANGUAGE CUDA)"
 #elif __has_include(<cudnn.h>)  // installed, but this file was compiled without it
 #define ET_NN_UNAVAILABLE                                                                                 \
-  "et: conv2d, pooling and batch_norm on a CUDA device need cuDNN, which is installed (cudnn.h) but not enabled for " \
+  "et: conv2d and pooling on a CUDA device need cuDNN, which is installed (cudnn.h) but not enabled for " \
   "this file: compile with -DET_WITH_CUDNN=1 and link -lcudnn (CMake's et::et does both)"
 #else
 #define ET_NN_UNAVAILABLE                                                                                   \
-  "et: conv2d, pooling and batch_norm on a CUDA device need cuDNN, which was not found when etensor was configured; " \
+  "et: conv2d and pooling on a CUDA device need cuDNN, which was not found when etensor was configured; " \
   "install cuDNN 9 and configure again"
 #endif
 
@@ -136,6 +136,7 @@ template <int I, class... Operands>
 void avg_pool_backward(Backend<I>, const Operands&...) {
   static_assert(never<Cuda<I>>, ET_NN_UNAVAILABLE);
 }
+#if !defined(ET_DEVICE_COMPILER)  // batch normalization runs etensor's kernels: nvcc alone
 template <int I, class... Operands>
 void batch_norm_forward(Backend<I>, const Operands&...) {
   static_assert(never<Cuda<I>>, ET_NN_UNAVAILABLE);
@@ -144,6 +145,7 @@ template <int I, class... Operands>
 void batch_norm_backward(Backend<I>, const Operands&...) {
   static_assert(never<Cuda<I>>, ET_NN_UNAVAILABLE);
 }
+#endif
 
 }  // namespace et::detail::cuda_backend
 
