@@ -7,9 +7,11 @@ GPU: eager, torch.compile, and the eager step captured in a CUDA graph.
                token ids [32, 128], clip_grad_norm_ to 5 before the step), defined here as
                examples/table7.hpp and table7_imagenet.hpp define them (ResNet-50 is
                torchvision's resnet50, written out so that torchvision is not needed);
-               float32, cuDNN's convolutions with TF32 allowed, matmul without (both
+               fp32: float32, cuDNN's convolutions with TF32 allowed, matmul without (both
                libraries' defaults), the LSTM without (etensor's default; PyTorch's would
-               allow it)
+               allow it); tf32: TF32 allowed everywhere (allow_tf32 for matmul and cuDNN), the
+               rows named "... tf32" (eager and graph; torch.compile in fp32 only, whose
+               compilations take most of the budget)
     a step     opt.zero_grad(); F.cross_entropy(model(x), labels).backward(); opt.step() with
                torch.optim.SGD (its default foreach implementation), x normal and labels
                uniform, made once on the device
@@ -187,6 +189,7 @@ def main():
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--only", default="", help="comma-separated: fcn-r,alexnet-r,resnet-56,alexnet-s,resnet-50,lstm")
     parser.add_argument("--modes", default="eager,graph,compile")
+    parser.add_argument("--precisions", default="fp32,tf32")
     parser.add_argument("--budget", type=float, default=400.0, help="seconds; later measurements are skipped")
     args = parser.parse_args()
     deadline = time.monotonic() + args.budget
@@ -204,32 +207,40 @@ def main():
     torch.backends.cudnn.benchmark = False
     timer = torch_timer(torch)
     wanted = set(filter(None, args.only.split(",")))
-    # Every network's eager and graph steps before any compilation (torch.compile takes a
-    # minute or more per network): what the budget leaves out is compilations.
-    for mode in args.modes.split(","):
+    # Every network's eager and graph steps, in both precisions, before any compilation
+    # (torch.compile takes a minute or more per network): what the budget leaves out is
+    # compilations.
+    modes = args.modes.split(",")
+    precisions = args.precisions.split(",")
+    runs = [(p, m) for p in precisions for m in modes if m != "compile"]
+    runs += [("fp32", "compile")] if "compile" in modes and "fp32" in precisions else []
+    for precision, mode in runs:
+        tf32 = precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        suffix = " tf32" if tf32 else ""
         for key, name, make, shape, classes, options in networks(torch):
             if wanted and key not in wanted:
                 continue
             size = f"batch {shape[1] if key == 'lstm' else shape[0]}"
-            label = f"{name} {size} {mode}"
+            label = f"{name} {size} {mode}{suffix}"
             if time.monotonic() > deadline:
                 result["skipped"].append(label)
                 continue
             try:
                 started = time.perf_counter()
-                # The LSTM in float32 arithmetic like etensor's (PyTorch's cuDNN RNN would take
-                # TF32 where convolutions may); its decoder's GEMM is float32 in both anyway.
-                torch.backends.cudnn.allow_tf32 = key != "lstm"
+                # fp32: the LSTM in float32 arithmetic like etensor's (PyTorch's cuDNN RNN would
+                # take TF32 where convolutions may); its decoder's GEMM is float32 in both anyway.
+                torch.backends.cudnn.allow_tf32 = tf32 or key != "lstm"
                 step = steps(torch, make, shape, classes, options, mode, tokens=key == "lstm")
                 step()
                 torch.cuda.synchronize()
                 note = f"first call (compilation) {time.perf_counter() - started:.1f} s" if mode == "compile" else ""
                 us = median_us(step, warmup=3, reps=args.reps, **timer)
                 # Beside etensor's eager row: torch eager and torch.compile; beside its graph row: torch graph.
-                result["results"].append({"workload": f"{name} {'graph' if mode == 'graph' else 'eager'}", "size": size,
-                                          "peer": {"compile": "torch.compile"}.get(mode, f"torch {mode}"), "us": us,
-                                          "note": note})
-                print(f"{name:10s} {size:11s} torch {mode:8s} {us / 1e3:9.3f} ms {note}", flush=True)
+                result["results"].append({"workload": f"{name} {'graph' if mode == 'graph' else 'eager'}{suffix}",
+                                          "size": size, "peer": {"compile": "torch.compile"}.get(mode, f"torch {mode}"),
+                                          "us": us, "note": note})
+                print(f"{name:10s} {size:11s} torch {mode:8s} {precision} {us / 1e3:9.3f} ms {note}", flush=True)
                 save()
             except Exception as e:  # noqa: BLE001
                 result["unavailable"][label] = f"{type(e).__name__}: {e}"[:300]

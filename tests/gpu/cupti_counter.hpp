@@ -1,7 +1,7 @@
 // Test helper (not part of etensor): counts the kernels the GPU ran between start and
-// stop, as CUPTI's activity records report them. The count comes from the driver, not
-// from any bookkeeping of etensor's, so "one kernel per fused expression" is checked
-// from the outside.
+// stop, as CUPTI's activity records report them, with when each ran. The count comes from
+// the driver, not from any bookkeeping of etensor's, so "one kernel per fused expression" is
+// checked from the outside (bench/table7.cu also reads it: where a training step's time goes).
 //
 // Usage:
 //   test::LaunchCounter counter;        // starts counting (synchronizes the device first)
@@ -54,6 +54,8 @@ struct Launches {
   /// Per kernel: the id of the CUDA graph it ran in (0: launched on its own) and the
   /// correlation id of the API call that launched it (one cudaGraphLaunch for a whole replay).
   std::vector<std::pair<std::uint32_t, std::uint32_t>> kernel_origins;
+  /// Per kernel: when it started and ended on the GPU (nanoseconds, the GPU's clock).
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> kernel_spans;
   std::size_t kernels() const { return kernel_names.size(); }
   /// Graph launches whose kernels ran: distinct launching calls among the kernels of graphs.
   std::size_t graph_launches() const {
@@ -117,6 +119,7 @@ inline void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream_id
           const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
           state.launches.kernel_names.emplace_back(kernel->name ? kernel->name : "<unnamed kernel>");
           state.launches.kernel_origins.emplace_back(kernel->graphId, kernel->correlationId);
+          state.launches.kernel_spans.emplace_back(kernel->start, kernel->end);
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: ++state.launches.memsets; break;
