@@ -220,7 +220,10 @@ template <int I>
 class Stream<Cuda<I>> {
  public:
   /// A new stream on device I (non-blocking: it never waits for the legacy stream 0), of
-  /// the device's normal or greatest priority.
+  /// the device's normal or greatest priority. Nor does it wait for the device's default
+  /// stream: tensors made there (a model's parameters, say) are ready for work queued on
+  /// this stream only after it waits on an Event recorded behind them, as in PyTorch:
+  ///   et::Event<et::Cuda<0>> made;  made.record();  s.wait(made);
   static Stream create(StreamPriority priority = StreamPriority::normal) {
     detail::check_device_index(I);
     auto& pool = detail::stream_pool();
