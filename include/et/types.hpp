@@ -40,6 +40,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "et/config.hpp"
 #include "et/half.hpp"
 #include "et/runtime/error.hpp"
 
@@ -83,6 +84,17 @@ inline constexpr bool is_floating_v = std::is_floating_point_v<T> || is_16bit_fl
 /// Functors only ever see compute types (float, double, int32, int64, bool).
 template <class T>
 using compute_t = std::conditional_t<is_16bit_float_v<T>, float, T>;
+
+/// A value of a floating type as double, through its compute type (half -> float -> double),
+/// and back: what kernels that accumulate in double read and write.
+template <class T>
+ET_HD double as_double(T v) {
+  return static_cast<double>(static_cast<compute_t<T>>(v));
+}
+template <class T>
+ET_HD T from_double(double v) {
+  return static_cast<T>(static_cast<compute_t<T>>(v));
+}
 
 template <class T>
 constexpr int type_rank() {

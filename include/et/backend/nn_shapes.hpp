@@ -1,12 +1,15 @@
 // Options and shape arithmetic of convolution and pooling: the layouts, the output
-// extents, and the checks (with their messages) of bad input. Host-only; ops/nn.hpp is
-// the public entry, and both backends read the geometry worked out here.
+// extents, and the checks (with their messages) of bad input; the geometries of batch
+// normalization and the LSTM. Host code, but for ResidualPlanes, which the batch-norm
+// kernels read too; ops/nn.hpp is the public entry, and both backends read the geometry
+// worked out here.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <string>
 
+#include "et/config.hpp"
 #include "et/layout.hpp"
 #include "et/runtime/error.hpp"
 
@@ -174,6 +177,18 @@ struct BatchNormGeometry {
 
   std::int64_t count() const { return n * hw; }
   bool has_residual() const { return residual_channels > 0; }
+};
+
+/// Where a batch norm's residual lies (forward), or its gradient goes (backward), in both
+/// backends: channels [first, first + count) of the output, image i's channel first + k
+/// starting at i * image + k * channel, its plane of H * W values packed.
+template <class T>
+struct ResidualPlanes {
+  T* data;  ///< null: no residual
+  std::int64_t first, count, image, channel;
+
+  ET_HD bool covers(std::int64_t c) const { return data && c >= first && c < first + count; }
+  ET_HD T* plane(std::int64_t i, std::int64_t c) const { return data + i * image + (c - first) * channel; }
 };
 
 /// An LSTM call's sizes (derivatives/rnn.hpp, backend/cuda/cudnn_rnn.hpp): S steps of B

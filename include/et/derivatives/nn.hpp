@@ -3,9 +3,9 @@
 // sums dy for the bias; max pooling's backward reads the saved input and output (the
 // positions of the maxima), average pooling's only the input's shape; batch_norm's reads x,
 // the weight, the statistics that normalized x (and y, after a fused ReLU), and gives dx,
-// dweight, dbias and a fused residual's gradient from one backend call. The gradients themselves are public
-// operations (ops/nn.hpp: conv2d_backward_data, conv2d_backward_filter,
-// max_pool2d_backward, avg_pool2d_backward).
+// dweight, dbias and a fused residual's gradient from one backend call. The gradients
+// themselves are public operations (ops/nn.hpp: conv2d_backward_data,
+// conv2d_backward_filter, max_pool2d_backward, avg_pool2d_backward).
 #pragma once
 
 #include <cstdint>

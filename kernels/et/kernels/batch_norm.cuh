@@ -1,6 +1,6 @@
 // Device code only: batch normalization over packed [N, C, H, W] tensors with its fused
-// epilogue (backend/nn_shapes.hpp, BatchNormGeometry: a residual added to a range of
-// channels, then ReLU), in two passes forward and two backward:
+// epilogue (backend/nn_shapes.hpp, BatchNormGeometry and ResidualPlanes: a residual added
+// to a range of channels, then ReLU), in two passes forward and two backward:
 //
 //   batch_norm_statistics  (training) each channel's sum and sum of squares, around the
 //                          channel's first value and in double; the block that ends a
@@ -29,6 +29,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "et/backend/nn_shapes.hpp"
 #include "et/expr/readers.hpp"
 #include "et/types.hpp"
 
@@ -48,15 +49,6 @@ struct ChannelPass {
   __device__ std::int64_t channel() const { return blockIdx.x / static_cast<unsigned>(splits); }
   __device__ int split() const { return static_cast<int>(blockIdx.x % static_cast<unsigned>(splits)); }
 };
-
-template <class T>
-__device__ __forceinline__ double as_double(T v) {
-  return static_cast<double>(static_cast<detail::compute_t<T>>(v));
-}
-template <class T>
-__device__ __forceinline__ T from_double(double v) {
-  return static_cast<T>(static_cast<detail::compute_t<T>>(v));
-}
 
 /// The bits of one access of `Bytes` bytes, as the read-only path loads them.
 template <int Bytes>
@@ -109,18 +101,6 @@ __device__ __forceinline__ void visit_channel(const ChannelPass& p, Visit&& visi
   }
 }
 
-/// The residual a pass adds (forward) or whose gradient it writes (backward), for channels
-/// [first, first + count) of the output: image i's channel first + k starts at i * image +
-/// k * channel, its plane packed.
-template <class T>
-struct ResidualPlanes {
-  T* data;  ///< null: no residual
-  std::int64_t first, count, image, channel;
-
-  __device__ bool covers(std::int64_t c) const { return data && c >= first && c < first + count; }
-  __device__ T* plane(std::int64_t i, std::int64_t c) const { return data + i * image + (c - first) * channel; }
-};
-
 /// Where a pass finds a channel's mean and inverse deviation: the batch's (training, saved
 /// by batch_norm_statistics), or computed from the running statistics (eval).
 template <class T>
@@ -138,7 +118,7 @@ struct ChannelStatistics {
       s = invstd[c];
     } else {
       m = static_cast<C>(running_mean[c]);
-      s = static_cast<C>(1.0 / ::sqrt(as_double(running_var[c]) + eps));
+      s = static_cast<C>(1.0 / ::sqrt(detail::as_double(running_var[c]) + eps));
     }
   }
 };
@@ -201,7 +181,7 @@ template <int V, class T>
 __global__ void __launch_bounds__(batch_norm_threads) batch_norm_statistics(ChannelPass p, BatchNormStatistics<T> a) {
   const std::int64_t c = p.channel();
   // Around the channel's first value, so that the sum of squares does not cancel for a large mean.
-  const double pivot = as_double(a.x[c * p.hw]);
+  const double pivot = detail::as_double(a.x[c * p.hw]);
   double sum = 0, squares = 0;
   visit_channel<V>(p, [&](auto width, std::int64_t image, std::int64_t k) {
     constexpr int W = decltype(width)::value;
@@ -219,8 +199,8 @@ __global__ void __launch_bounds__(batch_norm_threads) batch_norm_statistics(Chan
   const double mean = pivot + shifted_mean;
   a.save_mean[c] = static_cast<detail::compute_t<T>>(mean);
   a.save_invstd[c] = static_cast<detail::compute_t<T>>(1.0 / ::sqrt(variance + a.eps));
-  a.running_mean[c] = from_double<T>((1 - m) * as_double(a.running_mean[c]) + m * mean);
-  a.running_var[c] = from_double<T>((1 - m) * as_double(a.running_var[c]) + m * variance * count / (count - 1));
+  a.running_mean[c] = detail::from_double<T>((1 - m) * detail::as_double(a.running_mean[c]) + m * mean);
+  a.running_var[c] = detail::from_double<T>((1 - m) * detail::as_double(a.running_var[c]) + m * variance * count / (count - 1));
   if (c == 0 && a.batches_tracked) ++*a.batches_tracked;
 }
 
@@ -232,7 +212,7 @@ struct BatchNormApply {
   ChannelStatistics<T> statistics;
   detail::compute_t<T>* save_mean;  ///< eval with a backward to come: the statistics used, else null
   detail::compute_t<T>* save_invstd;
-  ResidualPlanes<const T> residual;
+  detail::ResidualPlanes<const T> residual;
   T* y;
   bool relu;
 };
@@ -316,10 +296,10 @@ __global__ void __launch_bounds__(batch_norm_threads)
   if (!channel_totals(p, sum, centered, a.partials, a.counters)) return;
   using C = detail::compute_t<T>;
   const double count = static_cast<double>(p.n * p.hw);
-  const double invstd = static_cast<double>(a.invstd[c]), w_invstd = as_double(a.weight[c]) * invstd;
+  const double invstd = static_cast<double>(a.invstd[c]), w_invstd = detail::as_double(a.weight[c]) * invstd;
   const double dweight = centered * invstd, dbias = sum;
-  if (a.dweight) a.dweight[c] = from_double<T>(dweight);
-  if (a.dbias) a.dbias[c] = from_double<T>(dbias);
+  if (a.dweight) a.dweight[c] = detail::from_double<T>(dweight);
+  if (a.dbias) a.dbias[c] = detail::from_double<T>(dbias);
   // In training dx = w invstd / M (M g - dbias - xhat dweight), xhat = (x - mean) invstd:
   // the mean and the variance depend on every x. In eval they are constants: dx = w invstd g.
   a.coefficients[2 * c] = a.training ? static_cast<C>(-w_invstd * invstd * dweight / count) : C(0);
@@ -336,7 +316,7 @@ struct BatchNormGradient {
   const detail::compute_t<T>* invstd;
   const detail::compute_t<T>* coefficients;  ///< null: b = c = 0 (eval, no statistics pass)
   T* dx;
-  ResidualPlanes<T> dresidual;
+  detail::ResidualPlanes<T> dresidual;
   bool relu;
 };
 

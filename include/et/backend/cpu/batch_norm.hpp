@@ -24,28 +24,10 @@
 
 namespace et::detail::cpu_backend {
 
-template <class T>
-double as_double(T v) {
-  return static_cast<double>(static_cast<compute_t<T>>(v));
-}
-template <class T>
-T from_double(double v) {
-  return static_cast<T>(static_cast<compute_t<T>>(v));
-}
-
 /// Visits channel c's values: f(image, offset of its run of hw values).
 template <class F>
 void for_each_run(const BatchNormGeometry& g, std::int64_t c, F&& f) {
   for (std::int64_t i = 0; i < g.n; ++i) f(i, (i * g.c + c) * g.hw);
-}
-
-/// The start of image i's plane of channel c in a residual of `channels` channels laid out
-/// with these image and channel steps, or null where the residual does not cover c.
-template <class T>
-T* residual_plane(T* data, const BatchNormGeometry& g, std::int64_t image_step, std::int64_t channel_step,
-                  std::int64_t i, std::int64_t c) {
-  if (data == nullptr || c < g.residual_first || c >= g.residual_first + g.residual_channels) return nullptr;
-  return data + i * image_step + (c - g.residual_first) * channel_step;
 }
 
 template <class T>
@@ -57,8 +39,8 @@ void batch_norm_forward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, 
                         const Tensor<std::int64_t, 0, Cpu>* batches_tracked) {
   const T* xs = x.data();
   T* ys = y.data();
-  const T* rs = residual ? residual->data() : nullptr;
-  const std::int64_t image_step = residual ? residual->strides()[0] : 0, channel_step = residual ? residual->strides()[1] : 0;
+  const ResidualPlanes<const T> rs{residual ? residual->data() : nullptr, g.residual_first, g.residual_channels,
+                                   residual ? residual->strides()[0] : 0, residual ? residual->strides()[1] : 0};
   const double count = double(g.count());
 #pragma omp parallel for schedule(static) if (g.c > 1 && g.n * g.c * g.hw > 32768)
   for (std::int64_t c = 0; c < g.c; ++c) {
@@ -86,7 +68,7 @@ void batch_norm_forward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, 
     }
     const double scale = as_double(w.data()[c]) * invstd, shift = as_double(b.data()[c]) - mean * scale;
     for_each_run(g, c, [&](std::int64_t i, std::int64_t at) {
-      const T* r = residual_plane(rs, g, image_step, channel_step, i, c);
+      const T* r = rs.covers(c) ? rs.plane(i, c) : nullptr;
       for (std::int64_t k = 0; k < g.hw; ++k) {
         double v = as_double(xs[at + k]) * scale + shift + (r ? as_double(r[k]) : 0.0);
         if (g.relu && v < 0) v = 0;
@@ -105,7 +87,8 @@ void batch_norm_backward(Backend, const BatchNormGeometry& g, const Tensor<T, 4,
                          const Tensor<T, 1, Cpu>& dw, const Tensor<T, 1, Cpu>& db, const Tensor<T, 4, Cpu>* dresidual) {
   const T *xs = x.data(), *dys = dy.data(), *ys = g.relu ? y.data() : nullptr;
   T* dxs = dx.defined() ? dx.data() : nullptr;
-  T* drs = dresidual ? dresidual->data() : nullptr;
+  const ResidualPlanes<T> drs{dresidual ? dresidual->data() : nullptr, g.residual_first, g.residual_channels,
+                              g.residual_channels * g.hw, g.hw};  // packed
   const double count = double(g.count());
   auto gradient = [&](std::int64_t at) { return ys && !(as_double(ys[at]) > 0) ? 0.0 : as_double(dys[at]); };
 #pragma omp parallel for schedule(static) if (g.c > 1 && g.n * g.c * g.hw > 32768)
@@ -113,7 +96,7 @@ void batch_norm_backward(Backend, const BatchNormGeometry& g, const Tensor<T, 4,
     const double mean = double(save_mean.data()[c]), invstd = double(save_invstd.data()[c]);
     double sum_g = 0, sum_g_xhat = 0;
     for_each_run(g, c, [&](std::int64_t i, std::int64_t at) {
-      T* dr = residual_plane(drs, g, g.residual_channels * g.hw, g.hw, i, c);
+      T* dr = drs.covers(c) ? drs.plane(i, c) : nullptr;
       for (std::int64_t k = 0; k < g.hw; ++k) {
         const double gk = gradient(at + k);
         sum_g += gk;

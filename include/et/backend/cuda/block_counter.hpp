@@ -5,10 +5,10 @@
 //
 // The 0 is kept rather than written before each launch (a memset is one more operation on
 // the stream, every call): one array of words per device and stream, so that the kernels
-// sharing a word are ordered by their stream. Inside a CUDA graph capture (runtime/graph.hpp) a
-// kernel gets a word of the graph's own memory instead, zeroed by a memset node at each
-// replay: a graph may replay on another stream, beside eager work on the one it was
-// captured on. Only for nvcc.
+// sharing a word are ordered by their stream. Inside a CUDA graph capture
+// (runtime/graph.hpp) a kernel gets words of the graph's own memory instead, zeroed by a
+// memset node at each replay: a graph may replay on another stream, beside eager work on
+// the one it was captured on. Only for nvcc.
 #pragma once
 
 #if !defined(__CUDACC__)

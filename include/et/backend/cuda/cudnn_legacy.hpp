@@ -1,7 +1,6 @@
 // cuDNN's legacy descriptor API, which pooling (cudnn_pooling.hpp) calls: 4-d tensor
 // descriptors with strides (32-bit extents, checked) and the scaling factors the legacy
-// calls take. Errors and handles come
-// from cudnn.hpp.
+// calls take. Errors and handles come from cudnn.hpp.
 #pragma once
 
 #include <climits>
