@@ -139,6 +139,22 @@ class Optimizer {
   }
   bool overlaps_backward() const noexcept { return overlap_ != nullptr; }
 
+  /// step(), with every update skipped on the device when *skip != 0 (a float the GPU wrote:
+  /// et::amp::GradScaler's overflow flag), so that the host never waits to decide. Only for
+  /// optimizers whose state the device alone keeps (Derived::skips_on_device: SGD); the others
+  /// are stepped by the scaler after it reads the flag on the host.
+  void step_unless(const float* skip) {
+    static_assert(Derived::skips_on_device, "et: this optimizer counts its steps on the host; it cannot skip a step on the device");
+    skip_ = skip;
+    try {
+      step();
+    } catch (...) {
+      skip_ = nullptr;
+      throw;
+    }
+    skip_ = nullptr;
+  }
+
   const std::vector<Parameter<T, D>>& parameters() const noexcept { return params_; }
 
  protected:
@@ -164,6 +180,7 @@ class Optimizer {
   ~Optimizer() = default;
 
   std::vector<Parameter<T, D>> params_;
+  const float* skip_ = nullptr;  ///< step_unless's flag while it steps, else null
 
  private:
   struct Overlap {

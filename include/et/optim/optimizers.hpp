@@ -40,7 +40,9 @@ template <class T>
 struct SgdUpdate {
   T lr, momentum, dampening, weight_decay;
   bool nesterov, first;
+  const float* skip;  ///< non-null: no update where *skip != 0 (optimizer.hpp: step_unless)
   ET_HD void operator()(T* const* a, std::int64_t i) const {  // a: parameter, gradient, momentum buffer
+    if (skip != nullptr && *skip != 0.0f) return;
     T g = a[1][i] + weight_decay * a[0][i];
     if (momentum != T(0)) {
       const T buf = first ? g : momentum * a[2][i] + (T(1) - dampening) * g;
@@ -58,6 +60,7 @@ class SGD : public Optimizer<SGD<T, D>, T, D> {
 
  public:
   using Options = SGDOptions;
+  static constexpr bool skips_on_device = true;
   SGD(std::vector<Parameter<T, D>> params, SGDOptions options) : Base(std::move(params)), options_(options) {
     if (!(options.lr >= 0) || !(options.momentum >= 0) || !(options.weight_decay >= 0))
       throw Error("et: SGD needs lr, momentum and weight_decay >= 0");
@@ -80,7 +83,10 @@ class SGD : public Optimizer<SGD<T, D>, T, D> {
       grads[k] = params[k].grad();
       if (!grads[k].defined()) return false;
       if (momentum && !buffers_[k].defined()) {
-        buffers_[k] = Tensor<T, 1, D>::allocate(Shape<1>{params[k].numel()});
+        // A first step the device may skip (step_unless) leaves the buffer at zeros, from
+        // which the next step's buf = momentum * 0 + (1 - dampening) * g is g (dampening 0).
+        buffers_[k] = this->skip_ ? zeros<T>(D{}, Shape<1>{params[k].numel()})
+                                  : Tensor<T, 1, D>::allocate(Shape<1>{params[k].numel()});
         first[k] = 1;
       }
       et::detail::note_stream_uses(params[k].data(), grads[k], buffers_[k]);
@@ -95,7 +101,7 @@ class SGD : public Optimizer<SGD<T, D>, T, D> {
       auto these = [&](std::size_t k, T* (&a)[3]) { return arrays(k, a) && (!momentum || bool(first[k]) == initial); };
       detail::apply_all<3>(params, these,
                            SgdUpdate<T>{T(options_.lr), T(options_.momentum), T(options_.dampening),
-                                        T(options_.weight_decay), options_.nesterov, initial});
+                                        T(options_.weight_decay), options_.nesterov, initial, this->skip_});
       if (!momentum) break;
     }
   }
@@ -142,6 +148,7 @@ class Adam : public Optimizer<Adam<T, D>, T, D> {
 
  public:
   using Options = AdamOptions;
+  static constexpr bool skips_on_device = false;  // the step counts are the host's
   Adam(std::vector<Parameter<T, D>> params, AdamOptions options, bool decoupled = false)
       : Base(std::move(params)), options_(options), decoupled_(decoupled) {
     const auto [b1, b2] = options.betas;
