@@ -7,6 +7,8 @@
 // First, as in et.hpp: a device-mix error is then introduced by two include lines.
 #include "et/device_mismatch.hpp"
 #include "et/et.hpp"
+#include "et/amp/autocast.hpp"
+#include "et/amp/grad_scaler.hpp"
 #include "et/nn/activations.hpp"
 #include "et/nn/clip.hpp"
 #include "et/nn/init.hpp"

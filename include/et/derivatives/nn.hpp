@@ -51,11 +51,12 @@ void record_conv([[maybe_unused]] Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, 
 /// backward is the backend's (two kernels on CUDA, one CPU pass per channel), giving dx,
 /// dweight, dbias and the residual's gradient at once. It saves `packed`, the contiguous x
 /// the forward pass read (x itself when it already was), the statistics that normalized it
-/// and, for ReLU's mask, y.
-template <class T, class D>
+/// and, for ReLU's mask, y. dx and the residual's gradient are of x's type T, dweight and
+/// dbias of the weight's P (float for a 16-bit T in mixed precision).
+template <class T, class P, class D>
 void record_batch_norm([[maybe_unused]] Tensor<T, 4, D>& y, [[maybe_unused]] const Tensor<T, 4, D>& x,
-                       [[maybe_unused]] const Tensor<T, 4, D>& packed, [[maybe_unused]] const Tensor<T, 1, D>& weight,
-                       [[maybe_unused]] const Tensor<T, 1, D>& bias, [[maybe_unused]] const Tensor<T, 4, D>* residual,
+                       [[maybe_unused]] const Tensor<T, 4, D>& packed, [[maybe_unused]] const Tensor<P, 1, D>& weight,
+                       [[maybe_unused]] const Tensor<P, 1, D>& bias, [[maybe_unused]] const Tensor<T, 4, D>* residual,
                        [[maybe_unused]] const Tensor<compute_t<T>, 1, D>& save_mean,
                        [[maybe_unused]] const Tensor<compute_t<T>, 1, D>& save_invstd,
                        [[maybe_unused]] const BatchNormGeometry& geometry) {
@@ -69,10 +70,10 @@ void record_batch_norm([[maybe_unused]] Tensor<T, 4, D>& y, [[maybe_unused]] con
     auto gradients = [geometry](const auto& g, const auto& needs, const auto& x, const auto& y, const auto& w,
                                 const auto& mean, const auto& invstd) {
       Tensor<T, 4, D> dx, dresidual;
-      Tensor<T, 1, D> dw, db;
+      Tensor<P, 1, D> dw, db;
       if (needs[0]) dx = Tensor<T, 4, D>::allocate(x.shape());
-      if (needs[1]) dw = Tensor<T, 1, D>::allocate(w.shape());
-      if (needs[2]) db = Tensor<T, 1, D>::allocate(w.shape());
+      if (needs[1]) dw = Tensor<P, 1, D>::allocate(w.shape());
+      if (needs[2]) db = Tensor<P, 1, D>::allocate(w.shape());
       const bool residual = geometry.has_residual() && needs.next.size() > 3 && needs[3];
       if (residual)
         dresidual = Tensor<T, 4, D>::allocate(Shape<4>{geometry.n, geometry.residual_channels, x.size(2), x.size(3)});
@@ -80,7 +81,7 @@ void record_batch_norm([[maybe_unused]] Tensor<T, 4, D>& y, [[maybe_unused]] con
                           residual ? &dresidual : nullptr);
       return std::tuple{dx, dw, db, dresidual};
     };
-    const Tensor<T, 1, D> w = weight.contiguous();
+    const Tensor<P, 1, D> w = weight.contiguous();
     if (residual == nullptr) {
       auto three = [gradients](const auto& g, const auto& needs, const auto&... saved) {
         auto [dx, dw, db, unused] = gradients(g, needs, saved...);

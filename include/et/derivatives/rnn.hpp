@@ -40,7 +40,7 @@ LstmOutputs<T, Cuda<I>> lstm_cudnn(const Tensor<T, 3, Cuda<I>>& x, const Tensor<
                                    const Tensor<T, 3, Cuda<I>>& c0, const Tensor<T, 1, Cuda<I>>& weights,
                                    const LstmGeometry& g) {
   using D = Cuda<I>;
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "et: cuDNN's LSTM runs float and double here");
+  static_assert(is_floating_v<T>, "et: cuDNN's LSTM runs float, double, half and bfloat16");
   const Tensor<T, 3, D> xp = x.contiguous(), hp = h0.contiguous(), cp = c0.contiguous();
   const Tensor<T, 1, D> wp = weights.contiguous();
   const std::int64_t ny = g.output_elements(), ns = g.state_elements();

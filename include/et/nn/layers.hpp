@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "et/amp/autocast.hpp"
 #include "et/nn/init.hpp"
 #include "et/nn/module.hpp"
 #include "et/ops/index.hpp"
@@ -46,6 +47,19 @@ Tensor<T, R, D> constant_parameter(D dev, const Shape<R>& shape, T value) {
   return out;
 }
 
+/// Whether a module of parameters T takes activations TX: its own type, or a 16-bit one
+/// when T is float (mixed precision).
+template <class T, class TX>
+inline constexpr bool takes_activation_v =
+    std::is_same_v<TX, T> || (std::is_same_v<T, float> && et::detail::is_16bit_float_v<TX>);
+
+/// A parameter as the activations' type TX: itself, or its cached copy under the guard.
+template <class TX, class T, int R, class D>
+Tensor<TX, R, D> in_type(const Tensor<T, R, D>& parameter, const char* module) {
+  if constexpr (std::is_same_v<TX, T>) return parameter;
+  else return amp::low_copy<TX>(parameter, module);
+}
+
 inline double fan_in_bound(std::int64_t fan_in) { return fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0; }
 
 inline void require_positive(const char* module, const char* what, std::int64_t value) {
@@ -74,20 +88,25 @@ class Linear : public Module<Linear<T, D>> {
 
   auto members() { return et::nn::members("weight", weight, "bias", bias); }
 
+  /// x of T, or of et::bfloat16 / et::half when T is float (mixed precision: under
+  /// et::amp::Autocast of x's type, with the weight's cached copy in x's type, amp/autocast.hpp).
+  /// The result has x's type.
   template <class TX, int R, class DX>
-  Tensor<T, R, D> forward(const Tensor<TX, R, DX>& x) {
+  Tensor<TX, R, D> forward(const Tensor<TX, R, DX>& x) {
     [[maybe_unused]] et::detail::same_devices<D, DX> check;  // et: operands on ... cannot meet
-    static_assert(std::is_same_v<TX, T>, "et: Linear<T, D> takes tensors of its element type T");
+    static_assert(detail::takes_activation_v<T, TX>,
+                  "et: Linear<T, D> takes tensors of its element type T, or et::bfloat16 / et::half ones when T is "
+                  "float (mixed precision, et::amp::Autocast)");
     static_assert(R == 2 || R == 3, "et: Linear takes [N, in] or [B, N, in] tensors");
-    if constexpr (std::is_same_v<D, DX> && std::is_same_v<TX, T> && (R == 2 || R == 3)) {
+    if constexpr (std::is_same_v<D, DX> && detail::takes_activation_v<T, TX> && (R == 2 || R == 3)) {
       if (!weight.defined()) throw Error("et: Linear: called before it was constructed with its sizes");
       if (x.size(R - 1) != weight.size(1))
         throw ShapeError("et: Linear(in=" + std::to_string(weight.size(1)) + ", out=" + std::to_string(weight.size(0)) +
                          "): the input has shape " + format_shape(x.shape()) + "; its last axis must be " +
                          std::to_string(weight.size(1)));
-      const auto product = matmul(x, weight.transpose(0, 1));
-      if (bias.defined()) return Tensor<T, R, D>(product + bias);
-      return Tensor<T, R, D>(product);
+      const auto product = matmul(x, detail::in_type<TX>(weight, "Linear").transpose(0, 1));
+      if (bias.defined()) return Tensor<TX, R, D>(product + detail::in_type<TX>(bias, "Linear"));
+      return Tensor<TX, R, D>(product);
     } else {
       return {};
     }
@@ -156,14 +175,18 @@ class Conv2d : public Module<Conv2d<T, D>> {
 
   auto members() { return et::nn::members("weight", weight, "bias", bias, "options", options); }
 
+  /// x of T, or of et::bfloat16 / et::half when T is float (as Linear's); the result has x's type.
   template <class TX, class DX>
-  Tensor<T, 4, D> forward(const Tensor<TX, 4, DX>& x) {
+  Tensor<TX, 4, D> forward(const Tensor<TX, 4, DX>& x) {
     [[maybe_unused]] et::detail::same_devices<D, DX> check;
-    static_assert(std::is_same_v<TX, T>, "et: Conv2d<T, D> takes tensors of its element type T");
-    if constexpr (std::is_same_v<D, DX> && std::is_same_v<TX, T>) {
+    static_assert(detail::takes_activation_v<T, TX>,
+                  "et: Conv2d<T, D> takes tensors of its element type T, or et::bfloat16 / et::half ones when T is "
+                  "float (mixed precision, et::amp::Autocast)");
+    if constexpr (std::is_same_v<D, DX> && detail::takes_activation_v<T, TX>) {
       if (!weight.defined()) throw Error("et: Conv2d: called before it was constructed with its sizes");
-      if (bias.defined()) return conv2d(x, weight, bias, options);
-      return conv2d(x, weight, options);
+      const Tensor<TX, 4, D> w = detail::in_type<TX>(weight, "Conv2d");
+      if (bias.defined()) return conv2d(x, w, detail::in_type<TX>(bias, "Conv2d"), options);
+      return conv2d(x, w, options);
     } else {
       return {};
     }
@@ -185,6 +208,9 @@ struct BatchNorm2dOptions {
 ///   bn.forward_add_relu(x, shortcut)              relu(bn(x) + shortcut)
 ///   bn.forward_add_relu(x, shortcut, offset)      shortcut [N, C', H, W] added to channels
 ///                                                 [offset, offset + C') only (option A)
+///
+/// x (and the shortcut) are of T, or, when T is float, of half or bfloat16 (mixed
+/// precision, as autocast): the result has x's type, the statistics stay float.
 template <class T, class D>
 class BatchNorm2d : public Module<BatchNorm2d<T, D>> {
  public:
@@ -208,27 +234,33 @@ class BatchNorm2d : public Module<BatchNorm2d<T, D>> {
   }
 
   template <class TX, class DX>
-  Tensor<T, 4, D> forward(const Tensor<TX, 4, DX>& x) {
+  Tensor<TX, 4, D> forward(const Tensor<TX, 4, DX>& x) {
     return run(x, static_cast<const Tensor<TX, 4, DX>*>(nullptr), 0, false);
   }
   template <class TX, class DX>
-  Tensor<T, 4, D> forward_relu(const Tensor<TX, 4, DX>& x) {
+  Tensor<TX, 4, D> forward_relu(const Tensor<TX, 4, DX>& x) {
     return run(x, static_cast<const Tensor<TX, 4, DX>*>(nullptr), 0, true);
   }
   template <class TX, class DX, class TR, class DR>
-  Tensor<T, 4, D> forward_add_relu(const Tensor<TX, 4, DX>& x, const Tensor<TR, 4, DR>& shortcut,
-                                   std::int64_t channel_offset = 0) {
+  Tensor<TX, 4, D> forward_add_relu(const Tensor<TX, 4, DX>& x, const Tensor<TR, 4, DR>& shortcut,
+                                    std::int64_t channel_offset = 0) {
     return run(x, &shortcut, channel_offset, true);
   }
 
  private:
+  /// x's type: T, or a 16-bit type when T is float (mixed precision).
+  template <class TX>
+  static constexpr bool takes_v =
+      std::is_same_v<TX, T> || (std::is_same_v<T, float> && et::detail::is_16bit_float_v<TX>);
+
   template <class TX, class DX, class TR, class DR>
-  Tensor<T, 4, D> run(const Tensor<TX, 4, DX>& x, const Tensor<TR, 4, DR>* shortcut, std::int64_t channel_offset,
-                      bool relu) {
+  Tensor<TX, 4, D> run(const Tensor<TX, 4, DX>& x, const Tensor<TR, 4, DR>* shortcut, std::int64_t channel_offset,
+                       bool relu) {
     [[maybe_unused]] et::detail::same_devices<D, DX, DR> check;
-    static_assert(std::is_same_v<TX, T> && std::is_same_v<TR, T>,
-                  "et: BatchNorm2d<T, D> takes tensors of its element type T");
-    if constexpr (std::is_same_v<D, DX> && std::is_same_v<D, DR> && std::is_same_v<TX, T> && std::is_same_v<TR, T>) {
+    static_assert(takes_v<TX> && std::is_same_v<TR, TX>,
+                  "et: BatchNorm2d<T, D> takes tensors of its element type T, or half/bfloat16 ones when T is float "
+                  "(mixed precision)");
+    if constexpr (std::is_same_v<D, DX> && std::is_same_v<D, DR> && takes_v<TX> && std::is_same_v<TR, TX>) {
       const std::int64_t c = weight.defined() ? weight.size(0) : 0;
       if (x.size(1) != c)
         throw ShapeError("et: BatchNorm2d(" + std::to_string(c) + "): the input has shape " + format_shape(x.shape()) +

@@ -14,6 +14,11 @@
 // kernels or more, and its separate log_softmax and nll_loss backward are two).
 // A label outside [0, C) throws et::Error on the CPU; on a GPU it makes the loss NaN
 // (checking there would wait for the GPU on every call).
+//
+// Losses are on autocast's float list (amp/autocast.hpp): of et::half or et::bfloat16
+// inputs they compute in float and return a float loss (mse_loss reads the 16-bit values
+// in its one fused kernel; cross_entropy reads a float copy of the logits, one cast kernel,
+// as PyTorch's autocast makes), so the loss and its scaling never round to 16 bits.
 #pragma once
 
 #include <cstdint>
@@ -26,10 +31,11 @@
 
 namespace et::nn {
 
-/// mean((prediction - target)^2) over all elements: a 0-d tensor. The shapes must be equal
+/// mean((prediction - target)^2) over all elements: a 0-d tensor (float for 16-bit
+/// inputs). The shapes must be equal
 /// (PyTorch would broadcast and warn). Throws ShapeError for different shapes or no elements.
 template <class T, int R, class D, class DT>
-Tensor<T, 0, D> mse_loss(const Tensor<T, R, D>& prediction, const Tensor<T, R, DT>& target) {
+Tensor<et::detail::compute_t<T>, 0, D> mse_loss(const Tensor<T, R, D>& prediction, const Tensor<T, R, DT>& target) {
   static_assert(et::detail::is_floating_v<T>, "et: mse_loss needs floating-point tensors");
   [[maybe_unused]] et::detail::same_devices<D, DT> check;  // et: operands on ... cannot meet
   if constexpr (et::detail::devices_agree_v<D, DT>) {
@@ -39,8 +45,13 @@ Tensor<T, 0, D> mse_loss(const Tensor<T, R, D>& prediction, const Tensor<T, R, D
     if (prediction.shape() != target.shape())
       throw ShapeError("et: mse_loss: the prediction has shape " + format_shape(prediction.shape()) +
                        " but the target has shape " + format_shape(target.shape()));
-    const auto difference = prediction - target;
-    return mean(difference * difference);
+    if constexpr (et::detail::is_16bit_float_v<T>) {
+      const auto difference = cast<float>(prediction) - cast<float>(target);
+      return mean(difference * difference);
+    } else {
+      const auto difference = prediction - target;
+      return mean(difference * difference);
+    }
   } else {
     return {};
   }
@@ -67,14 +78,20 @@ Tensor<T, 0, D> cross_entropy_on(const Tensor<T, 2, D>& logits, const Tensor<std
 }  // namespace detail
 
 /// The mean over the batch of -log(softmax(logits)[label]): logits [N, C] (floating
-/// point), labels [N] (int64, in [0, C)). A 0-d tensor; records for autograd (one node
+/// point), labels [N] (int64, in [0, C)). A 0-d tensor (float for 16-bit logits); records for autograd (one node
 /// whose backward is one fused kernel). Throws ShapeError when N differs or is 0.
 template <class T, class D, class DL>
-Tensor<T, 0, D> cross_entropy(const Tensor<T, 2, D>& logits, const Tensor<std::int64_t, 1, DL>& labels) {
+Tensor<et::detail::compute_t<T>, 0, D> cross_entropy(const Tensor<T, 2, D>& logits, const Tensor<std::int64_t, 1, DL>& labels) {
   static_assert(et::detail::is_floating_v<T>, "et: cross_entropy needs floating-point logits");
   [[maybe_unused]] et::detail::same_devices<D, DL> check;  // et: operands on ... cannot meet
-  if constexpr (et::detail::devices_agree_v<D, DL>) return detail::cross_entropy_on(logits, labels);
-  else return {};
+  if constexpr (!et::detail::devices_agree_v<D, DL>) {
+    return {};
+  } else if constexpr (et::detail::is_16bit_float_v<T>) {
+    et::detail::require_defined_operand(logits);
+    return detail::cross_entropy_on(Tensor<float, 2, D>(cast<float>(logits)), labels);
+  } else {
+    return detail::cross_entropy_on(logits, labels);
+  }
 }
 
 }  // namespace et::nn

@@ -6,8 +6,11 @@
 //   auto [y, h, c] = lstm(x);           // x [seq, batch, input] -> y [seq, batch, hidden],
 //   auto [y2, h2, c2] = lstm(x, h, c);  // h, c [num_layers, batch, hidden]: state carried on
 //
-// On a CUDA device (float and double, nvcc with cuDNN) the whole stack is one cuDNN
-// operation (derivatives/rnn.hpp), as PyTorch runs it. Elsewhere each layer multiplies the
+// On a CUDA device (float, double, half and bfloat16, nvcc with cuDNN) the whole stack is
+// one cuDNN operation (derivatives/rnn.hpp), as PyTorch runs it. An LSTM<float, D> takes
+// half or bfloat16 inputs (and states) under et::amp::Autocast of their type: it computes in
+// that type with its weights' cached 16-bit copies (amp/autocast.hpp), as PyTorch's autocast
+// runs the LSTM in the lower precision. Elsewhere each layer multiplies the
 // whole sequence by weight_ih in one GEMM (with both biases added), then per step one GEMM
 // of the hidden state by weight_hh and two fused elementwise expressions, the cell state's
 // and the hidden state's, which read the gates straight from the two products; the backward
@@ -108,7 +111,7 @@ LSTMResult<T, D> lstm(const Tensor<T, 3, D>& x, const Tensor<T, 3, D>& h0, const
       throw ShapeError(which + "bias_ih and bias_hh have shapes " + format_shape(layer.bias_ih.shape()) + " and " +
                        format_shape(layer.bias_hh.shape()) + "; both must be " + format_shape(Shape<1>{4 * H}));
   }
-  if constexpr (D::is_cuda && et::detail::cudnn_lstm_available && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+  if constexpr (D::is_cuda && et::detail::cudnn_lstm_available) {
     if (B > 0) {  // cuDNN: one operation; its weights flat in PyTorch's order
       std::vector<Tensor<T, 1, D>> flat;
       for (const LSTMLayer<T, D>& layer : layers) {
@@ -182,23 +185,40 @@ class LSTM : public Module<LSTM<T, D>> {
   std::int64_t num_layers() const noexcept { return static_cast<std::int64_t>(layers_.size()); }
   std::int64_t hidden_size() const { return layers_.empty() ? 0 : layers_.front().weight_hh.size(1); }
 
-  /// From zero states.
-  template <class DX>
-  LSTMResult<T, D> forward(const Tensor<T, 3, DX>& x) {
+  /// From zero states. x of T, or of half / bfloat16 when T is float (mixed precision).
+  template <class TX, class DX>
+  LSTMResult<TX, D> forward(const Tensor<TX, 3, DX>& x) {
     [[maybe_unused]] et::detail::same_devices<D, DX> check;  // et: operands on ... cannot meet
     if constexpr (std::is_same_v<D, DX>) {
-      const auto zero = zeros<T>(D{}, Shape<3>{num_layers(), x.size(1), hidden_size()});
+      const auto zero = zeros<TX>(D{}, Shape<3>{num_layers(), x.size(1), hidden_size()});
       return forward(x, zero, zero);
     } else {
       return {};
     }
   }
-  template <class DX, class DH, class DC>
-  LSTMResult<T, D> forward(const Tensor<T, 3, DX>& x, const Tensor<T, 3, DH>& h0, const Tensor<T, 3, DC>& c0) {
+  template <class TX, class DX, class DH, class DC>
+  LSTMResult<TX, D> forward(const Tensor<TX, 3, DX>& x, const Tensor<TX, 3, DH>& h0, const Tensor<TX, 3, DC>& c0) {
     [[maybe_unused]] et::detail::same_devices<D, DX, DH, DC> check;  // et: operands on ... cannot meet
-    if constexpr (std::is_same_v<D, DX> && std::is_same_v<D, DH> && std::is_same_v<D, DC>) {
+    static_assert(detail::takes_activation_v<T, TX>,
+                  "et: LSTM<T, D> takes tensors of its element type T, or et::bfloat16 / et::half ones when T is "
+                  "float (mixed precision, et::amp::Autocast)");
+    if constexpr (std::is_same_v<D, DX> && std::is_same_v<D, DH> && std::is_same_v<D, DC> &&
+                  detail::takes_activation_v<T, TX>) {
       if (layers_.empty()) throw Error("et: LSTM: called before it was constructed with its sizes");
-      return lstm(x, h0, c0, layers_);
+      if constexpr (std::is_same_v<TX, T>) {
+        return lstm(x, h0, c0, layers_);
+      } else {
+        std::vector<LSTMLayer<TX, D>> low(layers_.size());
+        for (std::size_t l = 0; l != layers_.size(); ++l) {
+          low[l].weight_ih = detail::in_type<TX>(layers_[l].weight_ih, "LSTM");
+          low[l].weight_hh = detail::in_type<TX>(layers_[l].weight_hh, "LSTM");
+          if (layers_[l].bias_ih.defined()) {
+            low[l].bias_ih = detail::in_type<TX>(layers_[l].bias_ih, "LSTM");
+            low[l].bias_hh = detail::in_type<TX>(layers_[l].bias_hh, "LSTM");
+          }
+        }
+        return lstm(x, h0, c0, low);
+      }
     } else {
       return {};
     }

@@ -18,6 +18,11 @@
 // (backend/cpu/batch_norm.hpp; backend/cuda/batch_norm.hpp: two kernels each way), recorded
 // as one autograd node (derivatives/nn.hpp) that gives dx, dweight, dbias and the residual's
 // gradient together; statistics accumulate in double, and 16-bit types keep theirs in float.
+//
+// Mixed precision (autocast, as cuDNN's batch norm of half inputs): x and the residual may be
+// half or bfloat16 with the four per-channel tensors float. The running statistics are then
+// updated in float, y (of x's type) is rounded once, and the gradients come in the inputs'
+// types: dx and the residual's of x's, dweight and dbias float.
 #pragma once
 
 #include <string>
@@ -80,10 +85,17 @@ Tensor<T, 4, D> planes_packed(const Tensor<T, 4, D>& t) {
   return packed ? t : t.contiguous();
 }
 
-template <class T, class D>
+/// The element types batch_norm takes: x (and the residual) of T and the per-channel
+/// tensors of P, one floating type, or a 16-bit T with float P (mixed precision).
+template <class T, class P>
+inline constexpr bool batch_norm_types_v =
+    is_floating_v<T> && (std::is_same_v<T, P> || (is_16bit_float_v<T> && std::is_same_v<P, float>));
+
+template <class T, class P, class D>
+  requires batch_norm_types_v<T, P>
 Tensor<T, 4, D> batch_norm_impl(const Tensor<T, 4, D>& x, const Tensor<T, 4, D>* residual, std::int64_t offset,
-                                const Tensor<T, 1, D>& running_mean, const Tensor<T, 1, D>& running_var,
-                                const Tensor<T, 1, D>& weight, const Tensor<T, 1, D>& bias,
+                                const Tensor<P, 1, D>& running_mean, const Tensor<P, 1, D>& running_var,
+                                const Tensor<P, 1, D>& weight, const Tensor<P, 1, D>& bias,
                                 const BatchNormOptions& options, const Tensor<std::int64_t, 0, D>* batches_tracked) {
   BatchNormGeometry g = batch_norm_geometry(x.shape(), running_mean.shape(), running_var.shape(), weight.shape(),
                                             bias.shape(), options);
@@ -106,28 +118,39 @@ Tensor<T, 4, D> batch_norm_impl(const Tensor<T, 4, D>& x, const Tensor<T, 4, D>*
   return y;
 }
 
-/// The checks both entry points make at compile time: one device, one floating type.
-template <class T, class D, class... Others>
+/// The checks both entry points make at compile time: one device; x and the residual R of
+/// T, the per-channel M, V, W, B of one type P, and (T, P) one of batch_norm_types_v's.
+template <class T, class D, class R, class M, class V, class W, class B>
 constexpr bool batch_norm_operands() {
-  [[maybe_unused]] detail::same_devices<D, typename Others::device_type...> check;
+  [[maybe_unused]] detail::same_devices<D, typename R::device_type, typename M::device_type, typename V::device_type,
+                                        typename W::device_type, typename B::device_type> check;
+  using P = typename W::value_type;
   static_assert(detail::is_floating_v<T>, "et: batch_norm needs a floating-point element type");
-  constexpr bool one_type = (std::is_same_v<T, typename Others::value_type> && ...);
-  static_assert(one_type, "et: batch_norm needs all its tensors of one element type; convert with et::cast<T>(...)");
-  return one_type && (std::is_same_v<D, typename Others::device_type> && ...) && detail::is_floating_v<T>;
+  constexpr bool types = std::is_same_v<T, typename R::value_type> && std::is_same_v<P, typename M::value_type> &&
+                         std::is_same_v<P, typename V::value_type> && std::is_same_v<P, typename B::value_type> &&
+                         batch_norm_types_v<T, P>;
+  static_assert(types || !detail::is_floating_v<T>,
+                "et: batch_norm takes x (and the residual), running_mean, running_var, weight and bias of one element "
+                "type, or x (and the residual) of half or bfloat16 with the four per-channel tensors float (mixed "
+                "precision); convert with et::cast<T>(...)");
+  return types && (std::is_same_v<D, typename R::device_type> && std::is_same_v<D, typename M::device_type> &&
+                   std::is_same_v<D, typename V::device_type> && std::is_same_v<D, typename W::device_type> &&
+                   std::is_same_v<D, typename B::device_type>);
 }
 
 }  // namespace detail
 
 /// Batch normalization of x [N, C, H, W] per channel (see the header comment); the other
-/// four are [C], of x's element type and device. Throws ShapeError for per-channel tensors
-/// of another shape, eps <= 0, and in training one value per channel or fewer, or running
-/// statistics that are not contiguous (they are written in place).
+/// four are [C], of x's device and element type (or all float for a half or bfloat16 x).
+/// Throws ShapeError for per-channel tensors of another shape, eps <= 0, and in training one
+/// value per channel or fewer, or running statistics that are not contiguous (they are
+/// written in place).
 template <class T, class D, class TM, class DM, class TV, class DV, class TW, class DW, class TB, class DB>
 Tensor<T, 4, D> batch_norm(const Tensor<T, 4, D>& x, const Tensor<TM, 1, DM>& running_mean,
                            const Tensor<TV, 1, DV>& running_var, const Tensor<TW, 1, DW>& weight,
                            const Tensor<TB, 1, DB>& bias, const BatchNormOptions& options = {}) {
-  if constexpr (detail::batch_norm_operands<T, D, Tensor<TM, 1, DM>, Tensor<TV, 1, DV>, Tensor<TW, 1, DW>,
-                                            Tensor<TB, 1, DB>>()) {
+  if constexpr (detail::batch_norm_operands<T, D, Tensor<T, 4, D>, Tensor<TM, 1, DM>, Tensor<TV, 1, DV>,
+                                            Tensor<TW, 1, DW>, Tensor<TB, 1, DB>>()) {
     return detail::batch_norm_impl(x, static_cast<const Tensor<T, 4, D>*>(nullptr), 0, running_mean, running_var, weight,
                                    bias, options, static_cast<const Tensor<std::int64_t, 0, D>*>(nullptr));
   } else {
@@ -137,8 +160,8 @@ Tensor<T, 4, D> batch_norm(const Tensor<T, 4, D>& x, const Tensor<TM, 1, DM>& ru
 
 /// batch_norm(x, ...) + residual, then ReLU if options.relu, in one pass: residual [N, C',
 /// H, W] is added to channels [channel_offset, channel_offset + C') (all of them when C' =
-/// C). Throws ShapeError, besides batch_norm's cases, for a residual of another N, H or W,
-/// or whose channels reach past C.
+/// C); it has x's element type. Throws ShapeError, besides batch_norm's cases, for a
+/// residual of another N, H or W, or whose channels reach past C.
 template <class T, class D, class TR, class DR, class TM, class DM, class TV, class DV, class TW, class DW, class TB,
           class DB>
 Tensor<T, 4, D> batch_norm_add(const Tensor<T, 4, D>& x, const Tensor<TR, 4, DR>& residual,

@@ -87,9 +87,9 @@ void record_conv(Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, const Tensor<T, 4
 
 // derivatives/nn.hpp: records y = batch_norm(x, ...[, residual]) for autograd.
 struct BatchNormGeometry;
-template <class T, class D>
+template <class T, class P, class D>
 void record_batch_norm(Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, const Tensor<T, 4, D>& packed,
-                       const Tensor<T, 1, D>& weight, const Tensor<T, 1, D>& bias, const Tensor<T, 4, D>* residual,
+                       const Tensor<P, 1, D>& weight, const Tensor<P, 1, D>& bias, const Tensor<T, 4, D>* residual,
                        const Tensor<compute_t<T>, 1, D>& save_mean, const Tensor<compute_t<T>, 1, D>& save_invstd,
                        const BatchNormGeometry& geometry);
 

@@ -102,13 +102,14 @@ __device__ __forceinline__ void visit_channel(const ChannelPass& p, Visit&& visi
 }
 
 /// Where a pass finds a channel's mean and inverse deviation: the batch's (training, saved
-/// by batch_norm_statistics), or computed from the running statistics (eval).
-template <class T>
+/// by batch_norm_statistics), or computed from the running statistics (eval). T is the
+/// activations' type, P the per-channel arrays' (T, or float for 16-bit T: mixed precision).
+template <class T, class P = T>
 struct ChannelStatistics {
   const detail::compute_t<T>* mean;  ///< null: from the running statistics
   const detail::compute_t<T>* invstd;
-  const T* running_mean;
-  const T* running_var;
+  const P* running_mean;
+  const P* running_var;
   double eps;
 
   __device__ void get(std::int64_t c, detail::compute_t<T>& m, detail::compute_t<T>& s) const {
@@ -164,11 +165,11 @@ __device__ __forceinline__ bool channel_totals(const ChannelPass& p, double& a, 
   return true;
 }
 
-template <class T>
+template <class T, class P = T>
 struct BatchNormStatistics {
   const T* x;
-  T* running_mean;
-  T* running_var;
+  P* running_mean;
+  P* running_var;
   std::int64_t* batches_tracked;  ///< null: none to count
   detail::compute_t<T>* save_mean;
   detail::compute_t<T>* save_invstd;
@@ -177,8 +178,8 @@ struct BatchNormStatistics {
   double eps, momentum;
 };
 
-template <int V, class T>
-__global__ void __launch_bounds__(batch_norm_threads) batch_norm_statistics(ChannelPass p, BatchNormStatistics<T> a) {
+template <int V, class T, class P>
+__global__ void __launch_bounds__(batch_norm_threads) batch_norm_statistics(ChannelPass p, BatchNormStatistics<T, P> a) {
   const std::int64_t c = p.channel();
   // Around the channel's first value, so that the sum of squares does not cancel for a large mean.
   const double pivot = detail::as_double(a.x[c * p.hw]);
@@ -199,17 +200,17 @@ __global__ void __launch_bounds__(batch_norm_threads) batch_norm_statistics(Chan
   const double mean = pivot + shifted_mean;
   a.save_mean[c] = static_cast<detail::compute_t<T>>(mean);
   a.save_invstd[c] = static_cast<detail::compute_t<T>>(1.0 / ::sqrt(variance + a.eps));
-  a.running_mean[c] = detail::from_double<T>((1 - m) * detail::as_double(a.running_mean[c]) + m * mean);
-  a.running_var[c] = detail::from_double<T>((1 - m) * detail::as_double(a.running_var[c]) + m * variance * count / (count - 1));
+  a.running_mean[c] = detail::from_double<P>((1 - m) * detail::as_double(a.running_mean[c]) + m * mean);
+  a.running_var[c] = detail::from_double<P>((1 - m) * detail::as_double(a.running_var[c]) + m * variance * count / (count - 1));
   if (c == 0 && a.batches_tracked) ++*a.batches_tracked;
 }
 
-template <class T>
+template <class T, class P = T>
 struct BatchNormApply {
   const T* x;
-  const T* weight;
-  const T* bias;
-  ChannelStatistics<T> statistics;
+  const P* weight;
+  const P* bias;
+  ChannelStatistics<T, P> statistics;
   detail::compute_t<T>* save_mean;  ///< eval with a backward to come: the statistics used, else null
   detail::compute_t<T>* save_invstd;
   detail::ResidualPlanes<const T> residual;
@@ -217,8 +218,8 @@ struct BatchNormApply {
   bool relu;
 };
 
-template <int V, class T>
-__global__ void __launch_bounds__(batch_norm_threads) batch_norm_apply(ChannelPass p, BatchNormApply<T> a) {
+template <int V, class T, class P>
+__global__ void __launch_bounds__(batch_norm_threads) batch_norm_apply(ChannelPass p, BatchNormApply<T, P> a) {
   using C = detail::compute_t<T>;
   const std::int64_t c = p.channel();
   C mean, invstd;
@@ -260,25 +261,25 @@ __device__ __forceinline__ detail::Vec<detail::compute_t<T>, W> masked_gradient(
   return g;
 }
 
-template <class T>
+template <class T, class P = T>
 struct BatchNormGradientStatistics {
   const T* x;
   const T* y;  ///< the forward's output (ReLU's mask)
   const T* dy;
-  const T* weight;
+  const P* weight;
   const detail::compute_t<T>* mean;
   const detail::compute_t<T>* invstd;
-  T* dweight;  ///< null: not needed
-  T* dbias;
+  P* dweight;  ///< null: not needed
+  P* dbias;
   detail::compute_t<T>* coefficients;  ///< [C][2]: b and c of dx
   double2* partials;
   unsigned* counters;
   bool relu, training;
 };
 
-template <int V, class T>
+template <int V, class T, class P>
 __global__ void __launch_bounds__(batch_norm_threads)
-    batch_norm_gradient_statistics(ChannelPass p, BatchNormGradientStatistics<T> a) {
+    batch_norm_gradient_statistics(ChannelPass p, BatchNormGradientStatistics<T, P> a) {
   const std::int64_t c = p.channel();
   const auto mean = a.mean[c];
   double sum = 0, centered = 0;
@@ -298,20 +299,20 @@ __global__ void __launch_bounds__(batch_norm_threads)
   const double count = static_cast<double>(p.n * p.hw);
   const double invstd = static_cast<double>(a.invstd[c]), w_invstd = detail::as_double(a.weight[c]) * invstd;
   const double dweight = centered * invstd, dbias = sum;
-  if (a.dweight) a.dweight[c] = detail::from_double<T>(dweight);
-  if (a.dbias) a.dbias[c] = detail::from_double<T>(dbias);
+  if (a.dweight) a.dweight[c] = detail::from_double<P>(dweight);
+  if (a.dbias) a.dbias[c] = detail::from_double<P>(dbias);
   // In training dx = w invstd / M (M g - dbias - xhat dweight), xhat = (x - mean) invstd:
   // the mean and the variance depend on every x. In eval they are constants: dx = w invstd g.
   a.coefficients[2 * c] = a.training ? static_cast<C>(-w_invstd * invstd * dweight / count) : C(0);
   a.coefficients[2 * c + 1] = a.training ? static_cast<C>(-w_invstd * dbias / count) : C(0);
 }
 
-template <class T>
+template <class T, class P = T>
 struct BatchNormGradient {
   const T* x;
   const T* y;
   const T* dy;
-  const T* weight;
+  const P* weight;
   const detail::compute_t<T>* mean;
   const detail::compute_t<T>* invstd;
   const detail::compute_t<T>* coefficients;  ///< null: b = c = 0 (eval, no statistics pass)
@@ -320,8 +321,8 @@ struct BatchNormGradient {
   bool relu;
 };
 
-template <int V, class T>
-__global__ void __launch_bounds__(batch_norm_threads) batch_norm_gradient(ChannelPass p, BatchNormGradient<T> a) {
+template <int V, class T, class P>
+__global__ void __launch_bounds__(batch_norm_threads) batch_norm_gradient(ChannelPass p, BatchNormGradient<T, P> a) {
   using C = detail::compute_t<T>;
   const std::int64_t c = p.channel();
   const C mean = a.mean[c], scale = static_cast<C>(a.weight[c]) * a.invstd[c];

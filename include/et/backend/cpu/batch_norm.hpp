@@ -12,6 +12,10 @@
 //   backward  g = dy where y > 0 (ReLU) or dy; xhat = (x - mean) * invstd; db = sum g;
 //             dw = sum g * xhat; dx = w * invstd / M * (M * g - db - xhat * dw) in training
 //             (M = N * H * W), w * invstd * g in eval; the residual's gradient is g.
+//
+// T is the activations' type (x, y, the residual and their gradients), P the per-channel
+// arrays' (weight, bias, the running statistics, dweight, dbias): T, or float for a 16-bit
+// T (mixed precision).
 #pragma once
 
 #include <cmath>
@@ -30,10 +34,10 @@ void for_each_run(const BatchNormGeometry& g, std::int64_t c, F&& f) {
   for (std::int64_t i = 0; i < g.n; ++i) f(i, (i * g.c + c) * g.hw);
 }
 
-template <class T>
-void batch_norm_forward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, Cpu>& x, const Tensor<T, 1, Cpu>& w,
-                        const Tensor<T, 1, Cpu>& b, const Tensor<T, 1, Cpu>& running_mean,
-                        const Tensor<T, 1, Cpu>& running_var, const Tensor<T, 4, Cpu>* residual,
+template <class T, class P>
+void batch_norm_forward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, Cpu>& x, const Tensor<P, 1, Cpu>& w,
+                        const Tensor<P, 1, Cpu>& b, const Tensor<P, 1, Cpu>& running_mean,
+                        const Tensor<P, 1, Cpu>& running_var, const Tensor<T, 4, Cpu>* residual,
                         const Tensor<T, 4, Cpu>& y, const Tensor<compute_t<T>, 1, Cpu>& save_mean,
                         const Tensor<compute_t<T>, 1, Cpu>& save_invstd,
                         const Tensor<std::int64_t, 0, Cpu>* batches_tracked) {
@@ -56,8 +60,8 @@ void batch_norm_forward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, 
       });
       const double variance = squares / count, m = g.momentum;
       invstd = 1.0 / std::sqrt(variance + g.eps);
-      running_mean.data()[c] = from_double<T>((1 - m) * as_double(running_mean.data()[c]) + m * mean);
-      running_var.data()[c] = from_double<T>((1 - m) * as_double(running_var.data()[c]) + m * variance * count / (count - 1));
+      running_mean.data()[c] = from_double<P>((1 - m) * as_double(running_mean.data()[c]) + m * mean);
+      running_var.data()[c] = from_double<P>((1 - m) * as_double(running_var.data()[c]) + m * variance * count / (count - 1));
     } else {
       mean = as_double(running_mean.data()[c]);
       invstd = 1.0 / std::sqrt(as_double(running_var.data()[c]) + g.eps);
@@ -79,12 +83,12 @@ void batch_norm_forward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, 
   if (batches_tracked) ++*batches_tracked->data();
 }
 
-template <class T>
+template <class T, class P>
 void batch_norm_backward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, Cpu>& x, const Tensor<T, 4, Cpu>& y,
-                         const Tensor<T, 4, Cpu>& dy, const Tensor<T, 1, Cpu>& w,
+                         const Tensor<T, 4, Cpu>& dy, const Tensor<P, 1, Cpu>& w,
                          const Tensor<compute_t<T>, 1, Cpu>& save_mean,
                          const Tensor<compute_t<T>, 1, Cpu>& save_invstd, const Tensor<T, 4, Cpu>& dx,
-                         const Tensor<T, 1, Cpu>& dw, const Tensor<T, 1, Cpu>& db, const Tensor<T, 4, Cpu>* dresidual) {
+                         const Tensor<P, 1, Cpu>& dw, const Tensor<P, 1, Cpu>& db, const Tensor<T, 4, Cpu>* dresidual) {
   const T *xs = x.data(), *dys = dy.data(), *ys = g.relu ? y.data() : nullptr;
   T* dxs = dx.defined() ? dx.data() : nullptr;
   const ResidualPlanes<T> drs{dresidual ? dresidual->data() : nullptr, g.residual_first, g.residual_channels,
@@ -114,8 +118,8 @@ void batch_norm_backward(Backend, const BatchNormGeometry& g, const Tensor<T, 4,
         }
       });
     }
-    if (dw.defined()) dw.data()[c] = from_double<T>(sum_g_xhat);
-    if (db.defined()) db.data()[c] = from_double<T>(sum_g);
+    if (dw.defined()) dw.data()[c] = from_double<P>(sum_g_xhat);
+    if (db.defined()) db.data()[c] = from_double<P>(sum_g);
   }
 }
 

@@ -3,7 +3,9 @@
 // floating type on packed nchw tensors. Forward: the batch's statistics and then the
 // normalized output with its epilogue (a residual, ReLU), two kernels in training and one in
 // eval; backward: the gradient's per-channel sums and then dx and the residual's gradient,
-// two kernels (one in eval when weight and bias need no gradient). Only for nvcc.
+// two kernels (one in eval when weight and bias need no gradient). T is the activations'
+// type, P the per-channel arrays' (weight, bias, running statistics and their gradients): T,
+// or float for a 16-bit T (mixed precision, as cuDNN's batch norm of half). Only for nvcc.
 //
 // etensor's own kernels rather than cuDNN's batch norm (which PyTorch calls for nchw float):
 // cuDNN's nchw calls fuse neither the ReLU nor the residual that follow every batch norm of a
@@ -90,10 +92,10 @@ struct SplitSums {
   double2* partials() const { return static_cast<double2*>(memory.get()); }
 };
 
-template <int I, class T>
+template <int I, class T, class P>
 void batch_norm_forward(Backend<I>, const BatchNormGeometry& g, const Tensor<T, 4, Cuda<I>>& x,
-                        const Tensor<T, 1, Cuda<I>>& weight, const Tensor<T, 1, Cuda<I>>& bias,
-                        const Tensor<T, 1, Cuda<I>>& running_mean, const Tensor<T, 1, Cuda<I>>& running_var,
+                        const Tensor<P, 1, Cuda<I>>& weight, const Tensor<P, 1, Cuda<I>>& bias,
+                        const Tensor<P, 1, Cuda<I>>& running_mean, const Tensor<P, 1, Cuda<I>>& running_var,
                         const Tensor<T, 4, Cuda<I>>* residual, const Tensor<T, 4, Cuda<I>>& y,
                         const Tensor<compute_t<T>, 1, Cuda<I>>& save_mean,
                         const Tensor<compute_t<T>, 1, Cuda<I>>& save_invstd,
@@ -114,33 +116,33 @@ void batch_norm_forward(Backend<I>, const BatchNormGeometry& g, const Tensor<T, 
   const auto pass = channel_pass<T>(
       I, g, planes_vectorizable<T>(g, {x.data(), y.data(), residual_data}, image_step, channel_step));
   const int blocks = static_cast<int>(g.c * pass.splits);
-  kernels::ChannelStatistics<T> statistics{nullptr, nullptr, running_mean.data(), running_var.data(), g.eps};
+  kernels::ChannelStatistics<T, P> statistics{nullptr, nullptr, running_mean.data(), running_var.data(), g.eps};
   if (g.training) {
     const SplitSums sums(call, pass, blocks);
-    const kernels::BatchNormStatistics<T> args{x.data(), running_mean.data(), running_var.data(),
-                                               batches_tracked ? batches_tracked->data() : nullptr, save_mean.data(),
-                                               save_invstd.data(), sums.partials(), sums.counters, g.eps, g.momentum};
-    launch<&kernels::batch_norm_statistics<V, T>>(call, blocks, kernels::batch_norm_threads, 0, pass, args);
+    const kernels::BatchNormStatistics<T, P> args{x.data(), running_mean.data(), running_var.data(),
+                                                  batches_tracked ? batches_tracked->data() : nullptr, save_mean.data(),
+                                                  save_invstd.data(), sums.partials(), sums.counters, g.eps, g.momentum};
+    launch<&kernels::batch_norm_statistics<V, T, P>>(call, blocks, kernels::batch_norm_threads, 0, pass, args);
     statistics.mean = save_mean.data();
     statistics.invstd = save_invstd.data();
   }
   C* eval_mean = g.training ? nullptr : data_or_null(save_mean);  // eval: saved when a backward needs them
   C* eval_invstd = g.training ? nullptr : data_or_null(save_invstd);
-  const kernels::BatchNormApply<T> args{
+  const kernels::BatchNormApply<T, P> args{
       x.data(), weight.data(), bias.data(), statistics, eval_mean, eval_invstd,
       {residual_data, g.residual_first, g.residual_channels, image_step, channel_step}, y.data(), g.relu};
-  launch<&kernels::batch_norm_apply<V, T>>(call, blocks, kernels::batch_norm_threads, 0, pass, args);
+  launch<&kernels::batch_norm_apply<V, T, P>>(call, blocks, kernels::batch_norm_threads, 0, pass, args);
 }
 
 /// dx (where defined), dweight and dbias (where defined; in training always both), and the
 /// residual's gradient (packed [N, residual_channels, H, W]) from dy and what the forward
 /// pass saved: its input x and output y (read for ReLU's mask) and the statistics it used.
-template <int I, class T>
+template <int I, class T, class P>
 void batch_norm_backward(Backend<I>, const BatchNormGeometry& g, const Tensor<T, 4, Cuda<I>>& x,
                          const Tensor<T, 4, Cuda<I>>& y, const Tensor<T, 4, Cuda<I>>& dy,
-                         const Tensor<T, 1, Cuda<I>>& weight, const Tensor<compute_t<T>, 1, Cuda<I>>& mean,
+                         const Tensor<P, 1, Cuda<I>>& weight, const Tensor<compute_t<T>, 1, Cuda<I>>& mean,
                          const Tensor<compute_t<T>, 1, Cuda<I>>& invstd, const Tensor<T, 4, Cuda<I>>& dx,
-                         const Tensor<T, 1, Cuda<I>>& dweight, const Tensor<T, 1, Cuda<I>>& dbias,
+                         const Tensor<P, 1, Cuda<I>>& dweight, const Tensor<P, 1, Cuda<I>>& dbias,
                          const Tensor<T, 4, Cuda<I>>* dresidual) {
   constexpr int V = vector_width<T>;
   const CudaCall call(I, "batch_norm backward");
@@ -151,8 +153,8 @@ void batch_norm_backward(Backend<I>, const BatchNormGeometry& g, const Tensor<T,
   if (dbias.defined()) note_stream_uses(dbias);
   if (dresidual) note_stream_uses(*dresidual);
   if (g.c == 0 || g.count() == 0) {  // eval over no values: their gradients sum to 0
-    if (dweight.defined()) run_elementwise(Backend<I>{}, dweight, ScalarExpr<T>(T(0)));
-    if (dbias.defined()) run_elementwise(Backend<I>{}, dbias, ScalarExpr<T>(T(0)));
+    if (dweight.defined()) run_elementwise(Backend<I>{}, dweight, ScalarExpr<P>(P(0)));
+    if (dbias.defined()) run_elementwise(Backend<I>{}, dbias, ScalarExpr<P>(P(0)));
     return;
   }
   T* dresidual_data = dresidual ? dresidual->data() : nullptr;
@@ -165,17 +167,17 @@ void batch_norm_backward(Backend<I>, const BatchNormGeometry& g, const Tensor<T,
   if (g.training || dweight.defined() || dbias.defined()) {
     coefficients = allocate_bytes(I, 2 * sizeof(compute_t<T>) * static_cast<std::size_t>(g.c));
     const SplitSums sums(call, pass, blocks);
-    const kernels::BatchNormGradientStatistics<T> args{
+    const kernels::BatchNormGradientStatistics<T, P> args{
         x.data(), y_data, dy.data(), weight.data(), mean.data(), invstd.data(), data_or_null(dweight), data_or_null(dbias),
         static_cast<compute_t<T>*>(coefficients.get()), sums.partials(), sums.counters, g.relu, g.training};
-    launch<&kernels::batch_norm_gradient_statistics<V, T>>(call, blocks, kernels::batch_norm_threads, 0, pass, args);
+    launch<&kernels::batch_norm_gradient_statistics<V, T, P>>(call, blocks, kernels::batch_norm_threads, 0, pass, args);
   }
   if (!dx.defined() && !dresidual) return;
-  const kernels::BatchNormGradient<T> args{
+  const kernels::BatchNormGradient<T, P> args{
       x.data(), y_data, dy.data(), weight.data(), mean.data(), invstd.data(),
       static_cast<const compute_t<T>*>(coefficients.get()), data_or_null(dx),
       {dresidual_data, g.residual_first, g.residual_channels, image_step, g.hw}, g.relu};
-  launch<&kernels::batch_norm_gradient<V, T>>(call, blocks, kernels::batch_norm_threads, 0, pass, args);
+  launch<&kernels::batch_norm_gradient<V, T, P>>(call, blocks, kernels::batch_norm_threads, 0, pass, args);
 }
 
 }  // namespace et::detail::cuda_backend

@@ -41,11 +41,16 @@ class LstmDescriptors {
     ET_CUDNN_CHECK(cudnnCreateDropoutDescriptor(&dropout_));
     ET_CUDNN_CHECK(cudnnSetDropoutDescriptor(dropout_, ctx.handle, 0.0f, nullptr, 0, 0));
     ET_CUDNN_CHECK(cudnnCreateRNNDescriptor(&rnn_));
-    // float: exact float32 products unless the caller's math mode allows TF32 (as matmul).
-    const cudnnMathType_t math = type == CUDNN_DATA_FLOAT && !fast_math ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+    // float: exact float32 products unless the caller's math mode allows TF32 (as matmul);
+    // half and bfloat16: tensor cores, float accumulation (as PyTorch's autocast LSTM).
+    const bool half_precision = type == CUDNN_DATA_HALF || type == CUDNN_DATA_BFLOAT16;
+    const cudnnMathType_t math = half_precision                            ? CUDNN_TENSOR_OP_MATH
+                                 : type == CUDNN_DATA_FLOAT && !fast_math ? CUDNN_FMA_MATH
+                                                                          : CUDNN_DEFAULT_MATH;
+    const cudnnDataType_t accumulate = half_precision ? CUDNN_DATA_FLOAT : type;
     ET_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(rnn_, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM,
                                             g.bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS, CUDNN_UNIDIRECTIONAL,
-                                            CUDNN_LINEAR_INPUT, type, type, math, in, H, H, L, dropout_,
+                                            CUDNN_LINEAR_INPUT, type, accumulate, math, in, H, H, L, dropout_,
                                             CUDNN_RNN_PADDED_IO_DISABLED));
     const std::vector<int> lengths(static_cast<std::size_t>(B), S);
     ET_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(&x_));
