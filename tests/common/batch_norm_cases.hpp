@@ -3,9 +3,12 @@
 // form of the operation (alone, with ReLU, with a residual on all or some channels; training
 // and eval; every floating type; shapes that take each of the CUDA kernels' paths: several
 // blocks a channel, planes cut into parts, planes read 16 bytes at a time or not, teams of
-// one lane) forward and backward against a host reference of its formulas in double. The
-// random op-gradient family (random_op_grad_nn.hpp) checks the same forms' gradients
-// against central differences.
+// one lane) forward and backward against a host reference of its formulas in double; and
+// the mixed-precision forms (x and the residual half or bfloat16, the per-channel tensors
+// float), through the operation and through nn::BatchNorm2d<float, D>, against the same
+// reference on the 16-bit inputs, with a tolerance for y's, dx's and the residual
+// gradient's final rounding to the 16-bit type. The random op-gradient family
+// (random_op_grad_nn.hpp) checks the same forms' gradients against central differences.
 #pragma once
 
 #include "gradcheck.hpp"
@@ -17,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -110,11 +114,21 @@ et::Tensor<T, R, D> batch_norm_leaf(const et::Shape<R>& shape, std::uint64_t see
   return t;
 }
 
-/// Form f of batch_norm / batch_norm_add on device D in type T, forward and backward,
-/// against batch_norm_reference within `tolerance` (scaled by each result's largest value).
-template <class T, class D>
-void check_batch_norm_form(const BatchNormForm& f, double tolerance) {
-  CAPTURE(f.n, f.c, f.h, f.w, f.training, f.relu, f.residual, f.offset, f.strided, f.transposed, sizeof(T));
+/// Form f of batch_norm / batch_norm_add on device D, x and the residual of type T and the
+/// per-channel tensors of P (T, or float: mixed precision), forward and backward, against
+/// batch_norm_reference within `tolerance` for what is of type T (y, dx, the residual's
+/// gradient) and `p_tolerance` (default: `tolerance`) for what is of P (the running
+/// statistics, dweight, dbias), each scaled by the result's largest value. With
+/// `through_module`, through nn::BatchNorm2d<P, D> holding those tensors (forward, forward_relu or
+/// forward_add_relu; a form with a residual and no ReLU, which the module has no call for,
+/// through the operation), and then its num_batches_tracked is checked too.
+template <class T, class D, class P = T>
+void check_batch_norm_form(const BatchNormForm& f, double tolerance, double p_tolerance = -1,
+                           bool through_module = false) {
+  if (p_tolerance < 0) p_tolerance = tolerance;
+  const bool by_module = through_module && (f.residual < 0 || f.relu);
+  CAPTURE(f.n, f.c, f.h, f.w, f.training, f.relu, f.residual, f.offset, f.strided, f.transposed, sizeof(T), sizeof(P),
+          by_module);
   const std::uint64_t seed = static_cast<std::uint64_t>(f.n * 131 + f.c * 17 + f.h * 7 + f.w + f.relu);
   // x itself, or a transposed view of a leaf [n, c, w, h]
   const auto x_leaf = f.transposed ? batch_norm_leaf<T, 4, D>({f.n, f.c, f.w, f.h}, seed, -1, 3, true)
@@ -122,13 +136,13 @@ void check_batch_norm_form(const BatchNormForm& f, double tolerance) {
   auto as_x = [&](const et::Tensor<T, 4, D>& t) { return f.transposed ? t.transpose(2, 3) : t; };
   const et::Tensor<T, 4, D> x = as_x(x_leaf);
   const std::vector<double> xs = doubles_of(x);
-  const auto w = batch_norm_leaf<T, 1, D>({f.c}, seed + 1, 0.5, 2, true);
+  const auto w = batch_norm_leaf<P, 1, D>({f.c}, seed + 1, 0.5, 2, true);
   const std::vector<double> ws = doubles_of(w);
-  const auto b = batch_norm_leaf<T, 1, D>({f.c}, seed + 2, -1, 1, true);
+  const auto b = batch_norm_leaf<P, 1, D>({f.c}, seed + 2, -1, 1, true);
   const std::vector<double> bs = doubles_of(b);
-  const auto rm = batch_norm_leaf<T, 1, D>({f.c}, seed + 3, -1, 1, false);
+  const auto rm = batch_norm_leaf<P, 1, D>({f.c}, seed + 3, -1, 1, false);
   const std::vector<double> rms = doubles_of(rm);
-  const auto rv = batch_norm_leaf<T, 1, D>({f.c}, seed + 4, 0.5, 2, false);
+  const auto rv = batch_norm_leaf<P, 1, D>({f.c}, seed + 4, 0.5, 2, false);
   const std::vector<double> rvs = doubles_of(rv);
   const std::int64_t rc = std::max<std::int64_t>(f.residual, 0);
   const std::int64_t scale = f.strided ? 2 : 1;
@@ -142,17 +156,33 @@ void check_batch_norm_form(const BatchNormForm& f, double tolerance) {
   const auto gy = batch_norm_leaf<T, 4, D>({f.n, f.c, f.h, f.w}, seed + 6, -1, 1, false);
   const std::vector<double> gys = doubles_of(gy);
   const et::BatchNormOptions options{.training = f.training, .relu = f.relu};
-  const et::Tensor<T, 4, D> y = f.residual < 0 ? et::batch_norm(x, rm, rv, w, b, options)
-                                               : et::batch_norm_add(x, r, rm, rv, w, b, options, f.offset);
+  et::nn::BatchNorm2d<P, D> bn(D{}, f.c);
+  bn.weight = w;
+  bn.bias = b;
+  bn.running_mean = rm;
+  bn.running_var = rv;
+  if (!f.training) bn.eval();
+  auto run = [&] {
+    if (!by_module)
+      return f.residual < 0 ? et::batch_norm(x, rm, rv, w, b, options)
+                            : et::batch_norm_add(x, r, rm, rv, w, b, options, f.offset);
+    if (f.residual >= 0) return bn.forward_add_relu(x, r, f.offset);
+    return f.relu ? bn.forward_relu(x) : bn(x);
+  };
+  const auto y = run();
+  static_assert(std::is_same_v<decltype(y), const et::Tensor<T, 4, D>>, "y has x's type");
   y.backward(gy);
   const std::vector<double> ys = doubles_of(y);
   const auto want = batch_norm_reference(f, xs, ws, bs, rs, rms, rvs, gys, ys);
   check_scaled_close(ys, want.y, tolerance, "batch_norm: y");
-  check_scaled_close(doubles_of(rm), want.running_mean, tolerance, "batch_norm: running_mean");
-  check_scaled_close(doubles_of(rv), want.running_var, tolerance, "batch_norm: running_var");
-  check_scaled_close(doubles_of(as_x(x_leaf.grad())), want.dx, tolerance, "batch_norm: dx");
-  check_scaled_close(doubles_of(w.grad()), want.dw, tolerance, "batch_norm: dweight");
-  check_scaled_close(doubles_of(b.grad()), want.db, tolerance, "batch_norm: dbias");
+  check_scaled_close(doubles_of(rm), want.running_mean, p_tolerance, "batch_norm: running_mean");
+  check_scaled_close(doubles_of(rv), want.running_var, p_tolerance, "batch_norm: running_var");
+  if (by_module) CHECK(bn.num_batches_tracked.item() == (f.training ? 1 : 0));
+  const et::Tensor<T, 4, D> dx = x_leaf.grad();
+  const et::Tensor<P, 1, D> dw = w.grad(), db = b.grad();
+  check_scaled_close(doubles_of(as_x(dx)), want.dx, tolerance, "batch_norm: dx");
+  check_scaled_close(doubles_of(dw), want.dw, p_tolerance, "batch_norm: dweight");
+  check_scaled_close(doubles_of(db), want.db, p_tolerance, "batch_norm: dbias");
   if (f.residual > 0) check_scaled_close(doubles_of(as_r(r_leaf.grad())), want.dresidual, tolerance, "batch_norm: the residual's gradient");
 }
 
@@ -175,6 +205,27 @@ void check_batch_norm_forms(bool large) {
   }
   check_batch_norm_form<et::bfloat16, D>({4, 6, 4, 4, true, true, 3, 2, true, false}, 3e-2);
   check_batch_norm_form<et::half, D>({4, 6, 4, 4, true, true, 6, 0}, 5e-3);
+  // Mixed precision: x and the residual 16-bit, the per-channel tensors float; through the
+  // operation and the module. y, dx and the residual's gradient are rounded once to the
+  // 16-bit type (half an ulp: at most 2^-8 of the value in bfloat16, 2^-11 in half), the
+  // rest float.
+  const std::vector<BatchNormForm> mixed{
+      {3, 5, 3, 3},                                   // training
+      {1, 3, 5, 7, true, true},                       // N = 1, odd planes, relu
+      {4, 6, 3, 5, true, true, 3, 2, true, false},    // option A: a strided shortcut on channels 2..4
+      {4, 3, 5, 2, true, true, 3, 0, false, true},    // relu(bn(x^T) + r)
+      {40, 3, 1, 1, true, true},                      // planes of one value
+      {5, 2, 7, 7, true, true, 2, 0},                 // 49-value planes
+      {2, 4, 4, 8, false, true},                      // eval, relu
+      {3, 4, 2, 3, false, false, 2, 1},               // eval, residual on channels 1 and 2 (operation only)
+      {2, 5, 3, 1, false, true, 2, 3},                // eval, relu, shortcut on channels 3 and 4
+      {0, 3, 2, 2, false, true, 3, 0},                // eval over no values: dweight = dbias = 0
+  };
+  for (const BatchNormForm& f : mixed)
+    for (const bool by_module : {false, true}) {
+      check_batch_norm_form<et::bfloat16, D, float>(f, 5e-3, 2e-5, by_module);
+      check_batch_norm_form<et::half, D, float>(f, 1e-3, 2e-5, by_module);
+    }
   if (!large) return;
   const std::vector<BatchNormForm> big{
       {64, 16, 32, 32, true, true, 16, 0},          // ResNet-56 at batch 64: several blocks a channel
@@ -188,6 +239,10 @@ void check_batch_norm_forms(bool large) {
     check_batch_norm_form<double, D>(f, 1e-10);
   }
   check_batch_norm_form<et::bfloat16, D>({16, 64, 56, 56, true, true, 64, 0}, 3e-2);
+  check_batch_norm_form<et::bfloat16, D, float>({16, 64, 56, 56, true, true, 32, 16, true}, 5e-3, 1e-4, true);
+  check_batch_norm_form<et::half, D, float>({64, 16, 32, 32, true, true, 16, 0}, 1e-3, 1e-4);
+  check_batch_norm_form<et::half, D, float>({16, 96, 7, 7, false, true}, 1e-3, 1e-4, true);
+  check_batch_norm_form<et::bfloat16, D, float>({300, 3, 1, 1, true, false}, 5e-3, 1e-4);
 }
 
 template <class D>

@@ -11,6 +11,10 @@
 //
 // CUPTI's activity callbacks are process-wide C functions without a user pointer, so the
 // records land in one global collector; one counter may run at a time.
+//
+// test::WaitCounter (CUPTI's callback API) lists the runtime and driver calls that make the
+// host wait for the device or copy (every *Synchronize* and *Memcpy* call) between its start
+// and stop(): what "nothing in a step waits for the host" is checked by.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -221,6 +225,53 @@ class LaunchCounter {
 
  private:
   bool running_ = false;
+};
+
+/// The CUDA runtime and driver calls made between construction and stop() that wait for the
+/// device or copy memory: every function whose name holds "Synchronize" or "Memcpy". One
+/// counter may run at a time (CUPTI takes one subscriber).
+class WaitCounter {
+ public:
+  WaitCounter() {
+    TEST_CUPTI_CHECK(cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(&WaitCounter::seen), this));
+    try {
+      TEST_CUPTI_CHECK(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API));
+      TEST_CUPTI_CHECK(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API));
+    } catch (...) {
+      (void)cuptiUnsubscribe(subscriber_);
+      throw;
+    }
+    running_ = true;
+  }
+  WaitCounter(const WaitCounter&) = delete;
+  WaitCounter& operator=(const WaitCounter&) = delete;
+  ~WaitCounter() {
+    if (running_) (void)cuptiUnsubscribe(subscriber_);
+  }
+
+  /// Stops counting; the names of the waiting calls seen, in order.
+  std::vector<std::string> stop() {
+    if (!running_) throw std::logic_error("test::WaitCounter::stop() called twice");
+    running_ = false;
+    TEST_CUPTI_CHECK(cuptiUnsubscribe(subscriber_));
+    std::lock_guard lock(mutex_);
+    return calls_;
+  }
+
+ private:
+  static void CUPTIAPI seen(void* self, CUpti_CallbackDomain, CUpti_CallbackId, const CUpti_CallbackData* data) {
+    if (data == nullptr || data->callbackSite != CUPTI_API_ENTER || data->functionName == nullptr) return;
+    const std::string name = data->functionName;
+    if (name.find("Synchronize") == std::string::npos && name.find("Memcpy") == std::string::npos) return;
+    auto* counter = static_cast<WaitCounter*>(self);
+    std::lock_guard lock(counter->mutex_);
+    counter->calls_.push_back(name);
+  }
+
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  bool running_ = false;
+  std::mutex mutex_;
+  std::vector<std::string> calls_;
 };
 
 }  // namespace test
