@@ -12,8 +12,11 @@
 // must reach 88% (FCN-R) or 90% (ResNet-56) test accuracy; a smaller one (fewer images,
 // FCN-R's widths divided) 70% (FCN-R), or for ResNet-56 (a few steps in CI) finite losses.
 //
+// --amp bf16 or f16 trains in mixed precision (classifier.hpp: et::amp::Autocast, and
+// GradScaler for f16): the accuracy should be that of float training within half a point.
+//
 //   fashion_mnist [--data data/fashion-mnist] [--net fcn_r|resnet56] [--epochs 30] [--train 60000]
-//                 [--test 10000] [--batch 256] [--width-divisor 1] [--png curves.png]
+//                 [--test 10000] [--batch 256] [--width-divisor 1] [--amp fp32|bf16|f16] [--png curves.png]
 #include <et/data/idx.hpp>
 #include <et/data/loader.hpp>
 #include <et/nn.hpp>
@@ -62,7 +65,7 @@ et::Tensor<float, 4, et::Cpu> as_cifar(const et::Tensor<float, 2, et::Cpu>& rows
 }
 
 struct Options {
-  std::string data = "data/fashion-mnist", net = "fcn_r", png;
+  std::string data = "data/fashion-mnist", net = "fcn_r", png, amp = "fp32";
   int epochs = 30;
   std::int64_t train = 60000, test = 10000, batch = 256, divisor = 1;
 };
@@ -71,23 +74,29 @@ template <et::Device D>
 int run(D dev, const Split& train, const Split& test, const Options& o) {
   const bool resnet = o.net == "resnet56";
   const bool full = o.divisor == 1 && train.labels.size(0) == 60000 && test.labels.size(0) == 10000;
-  std::printf("%s on Fashion-MNIST on %s: %lld training and %lld test images, batches of %lld, %d epochs%s\n",
-              resnet ? "ResNet-56" : "FCN-R", et::device_name<D>.c_str(), static_cast<long long>(train.labels.size(0)),
+  std::printf("%s on Fashion-MNIST on %s (%s): %lld training and %lld test images, batches of %lld, %d epochs%s\n",
+              resnet ? "ResNet-56" : "FCN-R", et::device_name<D>.c_str(), o.amp.c_str(), static_cast<long long>(train.labels.size(0)),
               static_cast<long long>(test.labels.size(0)), static_cast<long long>(o.batch), o.epochs,
               o.divisor > 1 ? (", hidden widths / " + std::to_string(o.divisor)).c_str() : "");
   const et::data::LoaderOptions batches{.batch_size = o.batch, .shuffle = true, .seed = 3};
+  // train<L>(...) in the precision --amp names.
+  const auto train_in = [&](auto&&... args) {
+    if (o.amp == "bf16") return example::train<et::bfloat16>(args...);
+    if (o.amp == "f16") return example::train<et::half>(args...);
+    return example::train(args...);
+  };
   example::Curves curves;
   if (resnet) {
     table7::ResNet56<float, D> model(dev);
     et::optim::SGD opt(model.parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4});
     et::data::DataLoader loader(et::data::TensorDataset(as_cifar(train.images), train.labels), dev, batches);
-    curves = example::train("resnet-56", model, opt, loader, as_cifar(test.images).to(dev), test.labels.to(dev), o.epochs);
+    curves = train_in("resnet-56", model, opt, loader, as_cifar(test.images).to(dev), test.labels.to(dev), o.epochs);
   } else {
     auto model = table7::fcn_r<float>(dev, 1, o.divisor);
     // [guide:fashion-train]
     et::data::DataLoader loader(et::data::TensorDataset(train.images, train.labels), dev, batches);
     et::optim::Adam opt(model.parameters(), {.lr = 1e-3});
-    curves = example::train("fcn-r", model, opt, loader, test.images.to(dev), test.labels.to(dev), o.epochs);
+    curves = train_in("fcn-r", model, opt, loader, test.images.to(dev), test.labels.to(dev), o.epochs);
     // [guide:end]
   }
   const std::string png = o.png;
@@ -122,6 +131,7 @@ int main(int argc, char** argv) {
     else if (key == "--data") o.data = value;
     else if (key == "--net") o.net = value;
     else if (key == "--png") o.png = value;
+    else if (key == "--amp") o.amp = value;
     else if (key == "--epochs") o.epochs = std::atoi(value.c_str());
     else if (key == "--train") o.train = std::atoll(value.c_str());
     else if (key == "--test") o.test = std::atoll(value.c_str());
@@ -130,10 +140,11 @@ int main(int argc, char** argv) {
     else ok = false;
   }
   if (!ok || (o.net != "fcn_r" && o.net != "resnet56") || o.epochs < 1 || o.train < 1 || o.test < 1 || o.batch < 1 ||
-      o.divisor < 1 || o.divisor > 1024) {
+      o.divisor < 1 || o.divisor > 1024 || (o.amp != "fp32" && o.amp != "bf16" && o.amp != "f16")) {
     std::fprintf(stderr,
                  "usage: fashion_mnist [--data data/fashion-mnist] [--net fcn_r|resnet56] [--epochs >= 1] "
-                 "[--train >= 1] [--test >= 1] [--batch >= 1] [--width-divisor 1..1024] [--png curves.png]\n");
+                 "[--train >= 1] [--test >= 1] [--batch >= 1] [--width-divisor 1..1024] [--amp fp32|bf16|f16] "
+                 "[--png curves.png]\n");
     return 2;
   }
   const Split train = read_split(o.data, "train", o.train);

@@ -84,13 +84,16 @@ struct BasicBlock : et::nn::Module<BasicBlock<T, D>> {
     return et::nn::members("conv1", conv1, "bn1", bn1, "conv2", conv2, "bn2", bn2, "stride", stride, "extra_channels",
                            extra_channels);
   }
-  et::Tensor<T, 4, D> forward(const et::Tensor<T, 4, D>& x) {
-    const et::Tensor<T, 4, D> h = bn1.forward_relu(conv1(x));              // relu(bn1(conv1(x)))
+  /// X: T, or a 16-bit type under et::amp::Autocast (mixed precision, float parameters).
+  template <class X>
+  et::Tensor<X, 4, D> forward(const et::Tensor<X, 4, D>& x) {
+    const et::Tensor<X, 4, D> h = bn1.forward_relu(conv1(x));              // relu(bn1(conv1(x)))
     return bn2.forward_add_relu(conv2(h), shortcut(x), extra_channels / 2);  // relu(bn2(conv2(h)) + shortcut)
   }
   /// The shortcut's values: x, or (option A) x at every stride-th row and column, which
   /// forward adds to channels [extra_channels / 2, extra_channels / 2 + in).
-  et::Tensor<T, 4, D> shortcut(const et::Tensor<T, 4, D>& x) const {
+  template <class X>
+  et::Tensor<X, 4, D> shortcut(const et::Tensor<X, 4, D>& x) const {
     if (stride == 1) return x;
     return x.slice(2, 0, x.size(2), stride).slice(3, 0, x.size(3), stride);
   }
@@ -123,8 +126,9 @@ struct ResNet56 : et::nn::Module<ResNet56<T, D>> {
   auto members() {
     return et::nn::members("conv1", conv1, "bn1", bn1, "layer1", layer1, "layer2", layer2, "layer3", layer3, "fc", fc);
   }
-  et::Tensor<T, 2, D> forward(const et::Tensor<T, 4, D>& x) {
-    et::Tensor<T, 4, D> h = bn1.forward_relu(conv1(x));
+  template <class X>  // T, or a 16-bit type under et::amp::Autocast
+  et::Tensor<X, 2, D> forward(const et::Tensor<X, 4, D>& x) {
+    et::Tensor<X, 4, D> h = bn1.forward_relu(conv1(x));
     for (auto* layer : {&layer1, &layer2, &layer3})
       for (auto& block : *layer) h = block(h);
     return fc(et::nn::Flatten{}(pool(h)));
@@ -147,8 +151,11 @@ struct LstmLm : et::nn::Module<LstmLm<T, D>> {
         decoder(dev, width, vocabulary, seed + 2) {}
   auto members() { return et::nn::members("embedding", embedding, "lstm", lstm, "decoder", decoder); }
 
-  et::Tensor<T, 2, D> forward(const et::Tensor<std::int64_t, 2, D>& tokens) {
-    const auto [y, h, c] = lstm(embedding(tokens));
+  /// X: the type the LSTM and the decoder compute in, T or (under et::amp::Autocast of it)
+  /// a 16-bit type, to which the embeddings are cast: model.template forward<et::bfloat16>(tokens).
+  template <class X = T>
+  et::Tensor<X, 2, D> forward(const et::Tensor<std::int64_t, 2, D>& tokens) {
+    const auto [y, h, c] = lstm(et::Tensor<X, 3, D>(et::cast<X>(embedding(tokens))));
     return decoder(y.reshape({y.size(0) * y.size(1), y.size(2)}));
   }
 };

@@ -55,9 +55,10 @@ struct Bottleneck : et::nn::Module<Bottleneck<T, D>> {
     return et::nn::members("conv1", conv1, "bn1", bn1, "conv2", conv2, "bn2", bn2, "conv3", conv3, "bn3", bn3,
                            "downsample", downsample);
   }
-  et::Tensor<T, 4, D> forward(const et::Tensor<T, 4, D>& x) {
-    const et::Tensor<T, 4, D> a = bn1.forward_relu(conv1(x));  // relu(bn1(conv1(x))), one pass after the convolution
-    const et::Tensor<T, 4, D> b = bn2.forward_relu(conv2(a));
+  template <class X>  // T, or a 16-bit type under et::amp::Autocast
+  et::Tensor<X, 4, D> forward(const et::Tensor<X, 4, D>& x) {
+    const et::Tensor<X, 4, D> a = bn1.forward_relu(conv1(x));  // relu(bn1(conv1(x))), one pass after the convolution
+    const et::Tensor<X, 4, D> b = bn2.forward_relu(conv2(a));
     if (!downsample.template get<0>().weight.defined()) return bn3.forward_add_relu(conv3(b), x);
     return bn3.forward_add_relu(conv3(b), downsample(x));  // relu(bn3(conv3(b)) + downsample(x))
   }
@@ -98,8 +99,9 @@ struct ResNet50 : et::nn::Module<ResNet50<T, D>> {
     return et::nn::members("conv1", conv1, "bn1", bn1, "layer1", layer1, "layer2", layer2, "layer3", layer3, "layer4",
                            layer4, "fc", fc);
   }
-  et::Tensor<T, 2, D> forward(const et::Tensor<T, 4, D>& x) {
-    et::Tensor<T, 4, D> h = maxpool(bn1.forward_relu(conv1(x)));
+  template <class X>  // T, or a 16-bit type under et::amp::Autocast
+  et::Tensor<X, 2, D> forward(const et::Tensor<X, 4, D>& x) {
+    et::Tensor<X, 4, D> h = maxpool(bn1.forward_relu(conv1(x)));
     for (auto* layer : {&layer1, &layer2, &layer3, &layer4})
       for (auto& block : *layer) h = block(h);
     return fc(et::nn::Flatten{}(avgpool(h)));
