@@ -10,8 +10,11 @@ GPU: eager, torch.compile, and the eager step captured in a CUDA graph.
                fp32: float32, cuDNN's convolutions with TF32 allowed, matmul without (both
                libraries' defaults), the LSTM without (etensor's default; PyTorch's would
                allow it); tf32: TF32 allowed everywhere (allow_tf32 for matmul and cuDNN), the
-               rows named "... tf32" (eager and graph; torch.compile in fp32 only, whose
-               compilations take most of the budget)
+               rows named "... tf32" (eager and graph; torch.compile in fp32 and bf16 only,
+               whose compilations take most of the budget); bf16 and f16: torch.autocast to
+               that type around the forward and the loss, f16 with torch.amp.GradScaler (whose
+               step() reads the overflow flag on the host: its graph capture fails, which is
+               reported as unavailable), the rows "... bf16" and "... f16"
     a step     opt.zero_grad(); F.cross_entropy(model(x), labels).backward(); opt.step() with
                torch.optim.SGD (its default foreach implementation), x normal and labels
                uniform, made once on the device
@@ -152,11 +155,35 @@ def networks(torch):
         ("resnet-56", "ResNet-56", ResNet56, (1024, 3, 32, 32), 10, sgd(0.01, 0.9, 1e-4)),
         ("alexnet-s", "AlexNet-S", alexnet_s, (16, 3, 224, 224), 1000, sgd(0.01, 0.9)),
         ("resnet-50", "ResNet-50", ResNet50, (16, 3, 224, 224), 1000, sgd(0.01, 0.9, 1e-4)),
+        ("resnet-50", "ResNet-50", ResNet50, (64, 3, 224, 224), 1000, sgd(0.01, 0.9, 1e-4)),  # bf16 only
         ("lstm", "LSTM", LstmLm, (32, 128), 10000, sgd(0.01)),  # token ids [steps, batch]
     ]
 
 
-def steps(torch, make, shape, classes, options, mode, tokens=False):
+def amp_stepper(torch, model, x, labels, opt, compiled, clip, dtype):
+    """stepper's step under torch.autocast(dtype), with a GradScaler for float16."""
+    scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
+
+    def loss_of(a, b):
+        with torch.autocast("cuda", dtype=dtype):
+            return torch.nn.functional.cross_entropy(model(a), b)
+    if compiled:
+        loss_of = torch.compile(loss_of, dynamic=False)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of(x, labels)
+        scaler.scale(loss).backward()
+        if clip > 0:
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        scaler.step(opt)
+        scaler.update()
+        return loss
+    return step
+
+
+def steps(torch, make, shape, classes, options, mode, tokens=False, precision="fp32"):
     """The step function of one mode (eager, compile, graph), after its warm-up. `tokens`:
     the LSTM, whose input is token ids [steps, batch] and whose labels are every step's."""
     torch.manual_seed(1)
@@ -168,7 +195,12 @@ def steps(torch, make, shape, classes, options, mode, tokens=False):
         x = torch.randn(*shape, device="cuda")
         labels = torch.randint(0, classes, (shape[0],), device="cuda")
     opt = torch.optim.SGD(model.parameters(), **options)
-    step = stepper(torch, model, x, labels, opt, compiled=mode == "compile", clip=5.0 if tokens else 0.0)
+    clip = 5.0 if tokens else 0.0
+    if precision in ("bf16", "f16"):
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+        step = amp_stepper(torch, model, x, labels, opt, mode == "compile", clip, dtype)
+    else:
+        step = stepper(torch, model, x, labels, opt, compiled=mode == "compile", clip=clip)
     if mode != "graph":
         return step
     side = torch.cuda.Stream()
@@ -212,26 +244,36 @@ def main():
     # compilations.
     modes = args.modes.split(",")
     precisions = args.precisions.split(",")
-    runs = [(p, m) for p in precisions for m in modes if m != "compile"]
-    runs += [("fp32", "compile")] if "compile" in modes and "fp32" in precisions else []
+    runs = [(p, m) for p in precisions for m in modes if m != "compile" and (p, m) != ("f16", "graph")]
+    runs += [(p, "compile") for p in ("fp32", "bf16") if "compile" in modes and p in precisions]
+    # Last: capturing a float16 step, whose GradScaler.step() calls .item(), fails, and the
+    # failed capture leaves PyTorch unable to capture or compile again in this process
+    # ("Offset increment outside graph capture"): one attempt, the others reported with it.
+    runs += [("f16", "graph")] if "graph" in modes and "f16" in precisions else []
+    f16_capture_failure = None
     for precision, mode in runs:
         tf32 = precision == "tf32"
         torch.backends.cuda.matmul.allow_tf32 = tf32
-        suffix = " tf32" if tf32 else ""
+        suffix = "" if precision == "fp32" else f" {precision}"
         for key, name, make, shape, classes, options in networks(torch):
             if wanted and key not in wanted:
                 continue
             size = f"batch {shape[1] if key == 'lstm' else shape[0]}"
+            if key == "resnet-50" and shape[0] == 64 and precision != "bf16":
+                continue  # the compute-bound case, for bfloat16 (as et_bench_table7)
             label = f"{name} {size} {mode}{suffix}"
             if time.monotonic() > deadline:
                 result["skipped"].append(label)
+                continue
+            if (precision, mode) == ("f16", "graph") and f16_capture_failure:
+                result["unavailable"][label] = f16_capture_failure
                 continue
             try:
                 started = time.perf_counter()
                 # fp32: the LSTM in float32 arithmetic like etensor's (PyTorch's cuDNN RNN would
                 # take TF32 where convolutions may); its decoder's GEMM is float32 in both anyway.
                 torch.backends.cudnn.allow_tf32 = tf32 or key != "lstm"
-                step = steps(torch, make, shape, classes, options, mode, tokens=key == "lstm")
+                step = steps(torch, make, shape, classes, options, mode, tokens=key == "lstm", precision=precision)
                 step()
                 torch.cuda.synchronize()
                 note = f"first call (compilation) {time.perf_counter() - started:.1f} s" if mode == "compile" else ""
@@ -244,6 +286,8 @@ def main():
                 save()
             except Exception as e:  # noqa: BLE001
                 result["unavailable"][label] = f"{type(e).__name__}: {e}"[:300]
+                if (precision, mode) == ("f16", "graph"):
+                    f16_capture_failure = f"not tried: the capture of {name} failed ({result['unavailable'][label]})"
                 print(f"{label}: unavailable ({e})", flush=True)
                 traceback.print_exc()
             torch.cuda.empty_cache()
