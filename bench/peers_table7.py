@@ -2,9 +2,10 @@
 """Seconds per mini-batch of Shi et al.'s Table 7 networks (bench/table7.cu) in PyTorch on one
 GPU: eager, torch.compile, and the eager step captured in a CUDA graph.
 
-    networks   FCN-R (batch 1024), AlexNet-R (1024), ResNet-56 (128 and 1024), AlexNet-S (16),
-               ResNet-50 (16), the LSTM (Embedding, 2 layers of 256 on cuDNN, Linear to 10000;
-               token ids [32, 128], clip_grad_norm_ to 5 before the step), defined here as
+    networks   FCN-S (batch 64; bf16 and f16 only: peers_fcn.py has its fp32 rows), FCN-R
+               (batch 1024), AlexNet-R (1024), ResNet-56 (128 and 1024), AlexNet-S (16),
+               ResNet-50 (16; also 64 in bf16), the LSTM (Embedding, 2 layers of 256 on cuDNN,
+               Linear to 10000; token ids [32, 128], clip_grad_norm_ to 5 before the step), defined here as
                examples/table7.hpp and table7_imagenet.hpp define them (ResNet-50 is
                torchvision's resnet50, written out so that torchvision is not needed);
                fp32: float32, cuDNN's convolutions with TF32 allowed, matmul without (both
@@ -42,6 +43,10 @@ from peers_fcn import stepper  # noqa: E402
 
 def networks(torch):
     nn = torch.nn
+
+    def fcn_s():  # bench/peers_fcn.py's, for the 16-bit rows
+        return nn.Sequential(nn.Linear(26752, 2048), nn.Sigmoid(), nn.Linear(2048, 2048), nn.Sigmoid(),
+                             nn.Linear(2048, 2048), nn.Sigmoid(), nn.Linear(2048, 26752))
 
     def fcn_r():
         model = nn.Sequential(nn.Linear(784, 2048), nn.Sigmoid(), nn.Linear(2048, 4096), nn.Sigmoid(),
@@ -149,6 +154,7 @@ def networks(torch):
 
     sgd = lambda lr, momentum=0.0, wd=0.0: dict(lr=lr, momentum=momentum, weight_decay=wd)  # noqa: E731
     return [
+        ("fcn-s", "FCN-S", fcn_s, (64, 26752), 26752, sgd(0.01)),  # bf16 and f16 only
         ("fcn-r", "FCN-R", fcn_r, (1024, 784), 10, sgd(0.01)),
         ("alexnet-r", "AlexNet-R", alexnet_r, (1024, 3, 32, 32), 10, sgd(0.01, 0.9)),
         ("resnet-56", "ResNet-56", ResNet56, (128, 3, 32, 32), 10, sgd(0.01, 0.9, 1e-4)),
@@ -219,7 +225,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--only", default="", help="comma-separated: fcn-r,alexnet-r,resnet-56,alexnet-s,resnet-50,lstm")
+    parser.add_argument("--only", default="", help="comma-separated: fcn-s,fcn-r,alexnet-r,resnet-56,alexnet-s,resnet-50,lstm")
     parser.add_argument("--modes", default="eager,graph,compile")
     parser.add_argument("--precisions", default="fp32,tf32")
     parser.add_argument("--budget", type=float, default=400.0, help="seconds; later measurements are skipped")
@@ -261,6 +267,8 @@ def main():
             size = f"batch {shape[1] if key == 'lstm' else shape[0]}"
             if key == "resnet-50" and shape[0] == 64 and precision != "bf16":
                 continue  # the compute-bound case, for bfloat16 (as et_bench_table7)
+            if key == "fcn-s" and precision not in ("bf16", "f16"):
+                continue  # its fp32 and tf32 rows are peers_fcn.py's
             label = f"{name} {size} {mode}{suffix}"
             if time.monotonic() > deadline:
                 result["skipped"].append(label)

@@ -1,9 +1,12 @@
 // Seconds per mini-batch of the networks of Shi et al.'s Table 7 beside FCN-S (bench/fcn.cu)
 // on one GPU: FCN-R, AlexNet-R, ResNet-56, the LSTM (examples/table7.hpp), AlexNet-S and
-// ResNet-50 (examples/table7_imagenet.hpp). bench/peers_table7.py runs the same in PyTorch (eager,
+// ResNet-50 (examples/table7_imagenet.hpp); in bf16 and f16 also FCN-S (examples/fcn_s.hpp,
+// batch 64). bench/peers_table7.py runs the same in PyTorch (eager,
 // torch.compile, and the eager step captured in a CUDA graph).
 //
-//   a mini-batch   zero_grad(), logits = model(x), cross_entropy(logits, labels), backward,
+//   a mini-batch   zero_grad(true) (the gradients dropped, as PyTorch's default set_to_none and
+//                  bench/fcn.cu; zeroed in place before 2026-12-01 late), logits = model(x),
+//                  cross_entropy(logits, labels), backward,
 //                  SGD step; x normal and labels uniform, made once on the device (synthetic
 //                  data, as dlbench times the step and not the loading). The LSTM: token ids
 //                  [32, 128] uniform in 10000, labels likewise, zero initial states, and
@@ -40,6 +43,7 @@
 // Tracing slows a step a little; the split is of that traced step. --no-trace leaves it out.
 //
 // Usage: et_bench_table7 [--json PATH] [--reps N] [--only NAME,NAME] [--precisions fp32,tf32,bf16,f16] [--no-trace]
+#include "../examples/fcn_s.hpp"
 #include "../examples/table7_imagenet.hpp"
 
 #include "../tests/gpu/cupti_counter.hpp"
@@ -188,7 +192,7 @@ void measure(std::vector<Row>& rows, Pass pass, const std::string& name, const s
         loss = et::nn::cross_entropy(model.template forward<L>(x), labels);
     };
     auto step = [&] {
-      opt.zero_grad();
+      opt.zero_grad(/*set_to_none=*/true);  // as the peers (PyTorch's default) and bench/fcn.cu
       if (p == Precision::bf16) low_forward(et::bfloat16{});
       else if (p == Precision::f16) low_forward(et::half{});
       else loss = et::nn::cross_entropy(model(x), labels);
@@ -296,7 +300,7 @@ int main(int argc, char** argv) {
     else if (arg == "--no-trace") trace = false;
     else {
       std::fprintf(stderr,
-                   "usage: %s [--json PATH] [--reps N] [--only fcn-r,alexnet-r,resnet-56,alexnet-s,resnet-50,lstm] "
+                   "usage: %s [--json PATH] [--reps N] [--only fcn-s,fcn-r,alexnet-r,resnet-56,alexnet-s,resnet-50,lstm] "
                    "[--precisions fp32,tf32,bf16,f16] [--no-trace]\n",
                    argv[0]);
       return 2;
@@ -324,6 +328,10 @@ int main(int argc, char** argv) {
           measure(rows, pass, name, "batch " + std::to_string(shape[0]), make, et::randn<float>(et::cuda<0>, shape, 7),
                   random_labels(shape[0], classes, 8), o, reps, p);
         };
+        // FCN-S in the 16-bit precisions (its fp32 and tf32 rows are bench/fcn.cu's).
+        if (wanted("fcn-s") && (p == Precision::bf16 || p == Precision::f16))
+          images("FCN-S", [&] { return fcn::make_model(dev, fcn::Sizes{}); }, std::array<std::int64_t, 2>{64, 26752},
+                 26752, {.lr = 0.01});
         if (wanted("fcn-r"))
           images("FCN-R", [&] { return table7::fcn_r<float>(dev); }, std::array<std::int64_t, 2>{1024, 784}, 10,
                  {.lr = 0.01});
