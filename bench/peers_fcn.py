@@ -34,11 +34,16 @@ from peers_gemm import set_tf32  # noqa: E402
 INPUT, HIDDEN, OUTPUT, BATCH = 26752, 2048, 26752, 64
 
 
-def make(torch, device):
+def fcn_s(torch):
+    """FCN-S itself (peers_table7.py's 16-bit rows use it too)."""
     nn = torch.nn
+    return nn.Sequential(nn.Linear(INPUT, HIDDEN), nn.Sigmoid(), nn.Linear(HIDDEN, HIDDEN), nn.Sigmoid(),
+                         nn.Linear(HIDDEN, HIDDEN), nn.Sigmoid(), nn.Linear(HIDDEN, OUTPUT))
+
+
+def make(torch, device):
     torch.manual_seed(1)
-    model = nn.Sequential(nn.Linear(INPUT, HIDDEN), nn.Sigmoid(), nn.Linear(HIDDEN, HIDDEN), nn.Sigmoid(),
-                          nn.Linear(HIDDEN, HIDDEN), nn.Sigmoid(), nn.Linear(HIDDEN, OUTPUT)).to(device)
+    model = fcn_s(torch).to(device)
     x = torch.randn(BATCH, INPUT).to(device)  # made on the CPU: the same data on every device
     labels = torch.randint(0, OUTPUT, (BATCH,)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)

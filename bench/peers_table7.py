@@ -38,15 +38,11 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import finish, import_torch, median_us, torch_timer, write_json  # noqa: E402
-from peers_fcn import stepper  # noqa: E402
+from peers_fcn import fcn_s, stepper  # noqa: E402
 
 
 def networks(torch):
     nn = torch.nn
-
-    def fcn_s():  # bench/peers_fcn.py's, for the 16-bit rows
-        return nn.Sequential(nn.Linear(26752, 2048), nn.Sigmoid(), nn.Linear(2048, 2048), nn.Sigmoid(),
-                             nn.Linear(2048, 2048), nn.Sigmoid(), nn.Linear(2048, 26752))
 
     def fcn_r():
         model = nn.Sequential(nn.Linear(784, 2048), nn.Sigmoid(), nn.Linear(2048, 4096), nn.Sigmoid(),
@@ -154,7 +150,7 @@ def networks(torch):
 
     sgd = lambda lr, momentum=0.0, wd=0.0: dict(lr=lr, momentum=momentum, weight_decay=wd)  # noqa: E731
     return [
-        ("fcn-s", "FCN-S", fcn_s, (64, 26752), 26752, sgd(0.01)),  # bf16 and f16 only
+        ("fcn-s", "FCN-S", lambda: fcn_s(torch), (64, 26752), 26752, sgd(0.01)),  # bf16 and f16 only
         ("fcn-r", "FCN-R", fcn_r, (1024, 784), 10, sgd(0.01)),
         ("alexnet-r", "AlexNet-R", alexnet_r, (1024, 3, 32, 32), 10, sgd(0.01, 0.9)),
         ("resnet-56", "ResNet-56", ResNet56, (128, 3, 32, 32), 10, sgd(0.01, 0.9, 1e-4)),

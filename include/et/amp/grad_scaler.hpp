@@ -106,17 +106,6 @@ struct UpdateScale {
   }
 };
 
-template <class Opt>
-using parameter_t = typename std::decay_t<decltype(std::declval<const Opt&>().parameters())>::value_type;
-
-template <class P>
-struct ParameterTraits;
-template <class T, class D>
-struct ParameterTraits<et::optim::Parameter<T, D>> {
-  using value_type = T;
-  using device_type = D;
-};
-
 }  // namespace detail
 
 template <class D>
@@ -193,7 +182,7 @@ class GradScaler {
     Slot& slot = slot_of(&opt);
     if (slot.unscaled) throw Error("et: GradScaler::unscale_() was already called on this optimizer since the last update()");
     if (slot.stepped) throw Error("et: GradScaler::unscale_() after step(): unscale before stepping");
-    using T = typename detail::ParameterTraits<detail::parameter_t<Opt>>::value_type;
+    using T = typename Opt::value_type;
     const auto& params = opt.parameters();
     std::vector<Tensor<T, 1, D>> grads(params.size());
     et::optim::detail::apply_all<1>(
@@ -241,15 +230,14 @@ class GradScaler {
   /// failed check is the one error the user reads).
   template <class Opt>
   static constexpr bool check_optimizer() {
-    using Traits = detail::ParameterTraits<detail::parameter_t<Opt>>;
-    using T = typename Traits::value_type;
-    [[maybe_unused]] et::detail::same_devices<D, typename Traits::device_type> check;
+    using T = typename Opt::value_type;
+    [[maybe_unused]] et::detail::same_devices<D, typename Opt::device_type> check;
     constexpr bool master = std::is_same_v<T, float> || std::is_same_v<T, double>;
     static_assert(master,
                   "et: GradScaler steps optimizers of float master weights: an optimizer of 16-bit parameters "
                   "would lose every update smaller than their precision; keep the parameters float and give the "
                   "model 16-bit activations under et::amp::Autocast");
-    return master && std::is_same_v<D, typename Traits::device_type>;
+    return master && std::is_same_v<D, typename Opt::device_type>;
   }
 
   Slot& slot_of(const void* optimizer) {

@@ -97,6 +97,8 @@ void zero_grads(const std::vector<Parameter<T, D>>& params, bool set_to_none) {
 template <class Derived, class T, class D>
 class Optimizer {
  public:
+  using value_type = T;   ///< the parameters' element type
+  using device_type = D;
   /// Zeros every gradient in one launch; with set_to_none, drops them instead (PyTorch's
   /// zero_grad(set_to_none=True)): the next backward writes each gradient anew rather than
   /// adding into zeros, which saves writing and reading every gradient once.
