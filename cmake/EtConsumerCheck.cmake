@@ -6,7 +6,9 @@
 #                  with CMAKE_PREFIX_PATH pointing there;
 #   MODE=subdir    configure CONSUMER, which adds etensor (ETENSOR_SOURCE_DIR) with
 #                  add_subdirectory();
-#   MODE=hand      compile HAND_SOURCE with CXX and the flags docs/guide.md lists, no CMake.
+#   MODE=hand      compile HAND_SOURCE with CXX and the flags docs/guide.md lists (HAND_FLAGS
+#                  before the source, HAND_LIBS after it), no CMake; HAND_WARNING: a warning
+#                  the compile must print (else it must print no "et:" warning).
 # ARGS: extra configure arguments (|-separated). NO_CUDA_RUNTIME: the program must not need
 # libcudart (a C++-only consumer gets a CPU-only et::et). The program must exit 0.
 file(REMOVE_RECURSE ${WORK_DIR})
@@ -38,7 +40,8 @@ if(MODE STREQUAL "hand")
   string(REPLACE "|" ";" flags "${HAND_FLAGS}")
   set(program ${WORK_DIR}/consumer)
   file(MAKE_DIRECTORY ${WORK_DIR})
-  set(step_compile ${CXX} ${flags} ${HAND_SOURCE} -o ${program})
+  string(REPLACE "|" ";" libraries "${HAND_LIBS}")
+  set(step_compile ${CXX} ${flags} ${HAND_SOURCE} -o ${program} ${libraries})
   set(steps step_compile)
 else()
   set(step_configure ${CMAKE_COMMAND} -S ${CONSUMER} -B ${WORK_DIR}/build -DCMAKE_CXX_COMPILER=${CXX}
@@ -53,6 +56,21 @@ foreach(step IN LISTS steps)
   if(NOT status EQUAL 0)
     string(REPLACE ";" " " line "${${step}}")
     message(FATAL_ERROR "step failed: ${line}\n${out}\n${err}")
+  endif()
+  # HAND_WARNING: what the compile must warn (a file compiled without the CPU libraries'
+  # macros); otherwise a hand compile must print no "et:" warning.
+  if(step STREQUAL "step_compile")
+    if(HAND_WARNING)
+      string(FIND "${err}" "${HAND_WARNING}" at)
+      if(at EQUAL -1)
+        message(FATAL_ERROR "the compile did not warn \"${HAND_WARNING}\":\n${err}")
+      endif()
+    else()
+      string(FIND "${err}" "et: " at)
+      if(NOT at EQUAL -1)
+        message(FATAL_ERROR "the compile printed an etensor warning:\n${err}")
+      endif()
+    endif()
   endif()
 endforeach()
 message(STATUS "the program printed: ${out}")

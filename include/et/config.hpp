@@ -14,6 +14,16 @@
 #warning "et: compiled without OpenMP (-fopenmp): CPU work runs on one thread (define ET_NO_OPENMP if intended)"
 #endif
 
+// The CPU's libraries are chosen when etensor is configured (cmake/EtensorCpu.cmake): CMake's
+// et::et defines one macro of each pair. A translation unit compiled by hand without them
+// would quietly fall back to Eigen's GEMM and im2col convolutions: say so.
+#if !defined(ET_WITH_CBLAS) && !defined(ET_NO_CBLAS) && !defined(__CUDA_ARCH__)
+#warning "et: compiled without a CBLAS: CPU matrix products use Eigen (define ET_WITH_CBLAS=1 ET_CBLAS_OPENBLAS=1 and link -lopenblas, or ET_NO_CBLAS if intended)"
+#endif
+#if !defined(ET_WITH_DNNL) && !defined(ET_NO_DNNL) && !defined(__CUDA_ARCH__)
+#warning "et: compiled without oneDNN: CPU convolutions use im2col (define ET_WITH_DNNL=1 and link -ldnnl, or ET_NO_DNNL if intended)"
+#endif
+
 namespace et::detail {
 /// Whether this translation unit can run kernels (for `if constexpr` where an operation's
 /// CUDA branch must not be instantiated outside nvcc).

@@ -31,5 +31,6 @@
 #include "et/runtime/error.hpp"
 #include "et/runtime/graph.hpp"
 #include "et/runtime/stream.hpp"
+#include "et/runtime/threads.hpp"
 #include "et/tensor.hpp"
 #include "et/types.hpp"

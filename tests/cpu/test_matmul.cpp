@@ -100,10 +100,10 @@ TEST_CASE("transposed and sliced operands and destinations are used in place", "
 
   SECTION("into a new tensor: one GEMM, no copy") {
     const auto copies = counters().operand_copies.load();
-    const auto gemms = counters().eigen_gemms.load();
+    const auto gemms = counters().cpu_gemms.load();
     const auto c = et::eval(et::matmul(a, b));
     CHECK(counters().operand_copies.load() == copies);
-    CHECK(counters().eigen_gemms.load() == gemms + 1);
+    CHECK(counters().cpu_gemms.load() == gemms + 1);
     test::check_product(c.to_vector(), reference, 1e-5);
   }
   SECTION("into an existing tensor, a transposed view of one and a slice of one") {

@@ -1,7 +1,10 @@
-// How a matrix product runs on the CPU: Eigen's GEMM on Eigen::Maps of the operands'
-// own memory (row- or column-major, with the leading dimension as the outer stride), so
-// transposed and row-sliced operands are read in place. Eigen's GEMM parallelizes with
-// OpenMP; a batch of small products is parallelized over the batch instead.
+// How a matrix product runs on the CPU: through a CBLAS (OpenBLAS's OpenMP build by
+// default, or BLIS: cmake/EtensorCpu.cmake chooses and defines ET_WITH_CBLAS) where one is
+// configured, else Eigen's GEMM on Eigen::Maps of the operands' own memory. Either way the
+// operands are read in place: a row- or column-major matrix with its leading dimension, so
+// transposed and row-sliced operands are never copied. Both run on etensor's OpenMP
+// threads (OpenBLAS's OpenMP build follows omp_set_num_threads and runs on the calling
+// thread inside a parallel region); a batch of small products is split over the batch.
 // float and double only: ops/linalg.hpp converts half and bfloat16 to float first.
 #pragma once
 
@@ -17,6 +20,12 @@
 #include <Eigen/Core>
 #if defined(__CUDACC__)
 #pragma nv_diagnostic pop
+#endif
+
+#if defined(ET_WITH_CBLAS)
+#include <cblas.h>
+
+#include <limits>
 #endif
 
 #include "et/backend/backend.hpp"
@@ -49,48 +58,89 @@ inline constexpr std::int64_t small_product = std::int64_t{1} << 18;
 /// conv.hpp's worth_threads uses the same bound.
 inline constexpr double threaded_madds = 65536;
 
-/// c[i] = alpha * a[i] @ b[i] + beta * c[i] (gemm_problem.hpp) for T = float or double,
-/// in T's precision whatever the math mode. Returns false, having done nothing, when an
-/// epilogue is asked for: Eigen has none (Backend::fuses_gemm_epilogues), the caller adds
-/// it separately.
+/// c[i] = alpha * a[i] @ b[i] + beta * c[i] for one i, by Eigen.
 template <class T>
-bool gemm(Backend, const GemmProblem& p, MathMode, GemmEpilogue epilogue, const EpilogueBuffers<T>&) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "et: the CPU GEMM takes float or double");
-  if (epilogue != GemmEpilogue::none) return false;
+void eigen_product(const GemmProblem& p, std::int64_t i) {
   with_storage_order(p.a.layout, [&](auto a_order) {
     with_storage_order(p.b.layout, [&](auto b_order) {
       with_storage_order(p.c.layout, [&](auto c_order) {
-        const auto* a = static_cast<const T*>(p.a.data);
-        const auto* b = static_cast<const T*>(p.b.data);
-        auto* c = static_cast<T*>(p.c.data);
-        auto product = [&](std::int64_t i) {
-          const ConstMatrixMap<T, decltype(a_order)::value> am(a + i * p.a.batch_stride, p.m, p.k,
-                                                               Eigen::OuterStride<>(p.a.layout.ld));
-          const ConstMatrixMap<T, decltype(b_order)::value> bm(b + i * p.b.batch_stride, p.k, p.n,
-                                                               Eigen::OuterStride<>(p.b.layout.ld));
-          MatrixMap<T, decltype(c_order)::value> cm(c + i * p.c.batch_stride, p.m, p.n,
-                                                    Eigen::OuterStride<>(p.c.layout.ld));
-          const GemmScale& s = p.scale;
-          if (s.beta == 0 && s.alpha == 1) {
-            cm.noalias() = am * bm;
-          } else if (s.beta == 0) {
-            cm.noalias() = T(s.alpha) * am * bm;  // Eigen folds the factor into its GEMM
-          } else {
-            if (s.beta != 1) cm *= T(s.beta);
-            cm.noalias() += T(s.alpha) * am * bm;
-          }
-        };
-        const double madds = double(p.m) * double(p.n) * double(p.k);
-        if (p.batch > 1 && madds < double(small_product) && madds * double(p.batch) >= threaded_madds) {
-#pragma omp parallel for schedule(static)
-          for (std::int64_t i = 0; i < p.batch; ++i) product(i);
+        const ConstMatrixMap<T, decltype(a_order)::value> am(static_cast<const T*>(p.a.data) + i * p.a.batch_stride,
+                                                             p.m, p.k, Eigen::OuterStride<>(p.a.layout.ld));
+        const ConstMatrixMap<T, decltype(b_order)::value> bm(static_cast<const T*>(p.b.data) + i * p.b.batch_stride,
+                                                             p.k, p.n, Eigen::OuterStride<>(p.b.layout.ld));
+        MatrixMap<T, decltype(c_order)::value> cm(static_cast<T*>(p.c.data) + i * p.c.batch_stride, p.m, p.n,
+                                                  Eigen::OuterStride<>(p.c.layout.ld));
+        const GemmScale& s = p.scale;
+        if (s.beta == 0 && s.alpha == 1) {
+          cm.noalias() = am * bm;
+        } else if (s.beta == 0) {
+          cm.noalias() = T(s.alpha) * am * bm;  // Eigen folds the factor into its GEMM
         } else {
-          for (std::int64_t i = 0; i < p.batch; ++i) product(i);
+          if (s.beta != 1) cm *= T(s.beta);
+          cm.noalias() += T(s.alpha) * am * bm;
         }
       });
     });
   });
-  gemm_counters().eigen_gemms += p.batch;
+}
+
+#if defined(ET_WITH_CBLAS)
+/// Whether every extent and leading dimension of p fits CBLAS's int (blasint: 32 bits in
+/// Debian's builds); larger products go to Eigen.
+inline bool fits_cblas(const GemmProblem& p) {
+  constexpr std::int64_t most = std::numeric_limits<int>::max();
+  return p.m <= most && p.n <= most && p.k <= most && p.a.layout.ld <= most && p.b.layout.ld <= most &&
+         p.c.layout.ld <= most;
+}
+
+/// c[i] = alpha * a[i] @ b[i] + beta * c[i] for one i, by cblas_?gemm: the result's storage
+/// order is CBLAS's order, an operand stored the other way is passed transposed.
+template <class T>
+void cblas_product(const GemmProblem& p, std::int64_t i) {
+  const CBLAS_ORDER order = p.c.layout.row_major ? CblasRowMajor : CblasColMajor;
+  const auto trans = [&](const BlasLayout& l) { return l.row_major == p.c.layout.row_major ? CblasNoTrans : CblasTrans; };
+  const auto* a = static_cast<const T*>(p.a.data) + i * p.a.batch_stride;
+  const auto* b = static_cast<const T*>(p.b.data) + i * p.b.batch_stride;
+  auto* c = static_cast<T*>(p.c.data) + i * p.c.batch_stride;
+  const int m = int(p.m), n = int(p.n), k = int(p.k);
+  const int lda = int(p.a.layout.ld), ldb = int(p.b.layout.ld), ldc = int(p.c.layout.ld);
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(order, trans(p.a.layout), trans(p.b.layout), m, n, k, float(p.scale.alpha), a, lda, b, ldb,
+                float(p.scale.beta), c, ldc);
+  else
+    cblas_dgemm(order, trans(p.a.layout), trans(p.b.layout), m, n, k, p.scale.alpha, a, lda, b, ldb, p.scale.beta, c,
+                ldc);
+}
+#endif
+
+/// c[i] = alpha * a[i] @ b[i] + beta * c[i] (gemm_problem.hpp) for T = float or double,
+/// in T's precision whatever the math mode. Returns false, having done nothing, when an
+/// epilogue is asked for: neither library has one (Backend::fuses_gemm_epilogues), the
+/// caller adds it separately.
+template <class T>
+bool gemm(Backend, const GemmProblem& p, MathMode, GemmEpilogue epilogue, const EpilogueBuffers<T>&) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "et: the CPU GEMM takes float or double");
+  if (epilogue != GemmEpilogue::none) return false;
+#if defined(ET_WITH_CBLAS)
+  const bool by_cblas = fits_cblas(p);
+#else
+  constexpr bool by_cblas = false;
+#endif
+  auto product = [&](std::int64_t i) {
+#if defined(ET_WITH_CBLAS)
+    if (by_cblas) return cblas_product<T>(p, i);
+#endif
+    eigen_product<T>(p, i);
+  };
+  const double madds = double(p.m) * double(p.n) * double(p.k);
+  if (p.batch > 1 && madds < double(small_product) && madds * double(p.batch) >= threaded_madds) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < p.batch; ++i) product(i);
+  } else {
+    for (std::int64_t i = 0; i < p.batch; ++i) product(i);
+  }
+  gemm_counters().cpu_gemms += p.batch;
+  if (by_cblas) gemm_counters().cblas_gemms += p.batch;
   return true;
 }
 
