@@ -111,6 +111,38 @@ TEST_CASE("memory_stats(cpu) counts the bytes and blocks etensor holds on the ho
   CHECK(after.peak_allocated >= before.allocated + n * sizeof(float));
   et::reset_peak_memory_stats(et::cpu);
   CHECK(et::memory_stats(et::cpu).peak_allocated == after.allocated);
-  et::empty_cache(et::cpu);  // nothing cached on the host: a no-op
+  et::empty_cache(et::cpu);
   CHECK(et::memory_stats(et::cpu).allocated == after.allocated);
+  CHECK(et::memory_stats(et::cpu).reserved == after.allocated);  // a 1 MiB block is not cached
+}
+
+TEST_CASE("memory_stats(cpu): freed blocks of 4 MiB and more are cached for their size; empty_cache hands them back",
+          "[runtime][allocator]") {
+  et::empty_cache(et::cpu);
+  const et::MemoryStats before = et::memory_stats(et::cpu);
+  CHECK(before.reserved == before.allocated);
+  constexpr std::int64_t n = (5 << 20) / 4 + 3;  // 5 MiB and 12 bytes: a block of 6 MiB
+  constexpr std::size_t block = 6 << 20;
+  const float* first = nullptr;
+  {
+    auto x = et::full<float>(et::cpu, {n}, 1.5f);
+    first = x.data();
+    CHECK(et::memory_stats(et::cpu).allocated == before.allocated + n * sizeof(float));
+  }
+  et::MemoryStats freed = et::memory_stats(et::cpu);
+  CHECK(freed.allocated == before.allocated);
+  CHECK(freed.reserved == before.reserved + block);
+  {
+    // The same rounded size takes the cached block back; its contents are not kept.
+    const auto y = et::full<float>(et::cpu, {n - 100}, 2.0f);
+    CHECK(y.data() == first);
+    CHECK(et::memory_stats(et::cpu).reserved == before.reserved + (n - 100) * sizeof(float));  // nothing cached now
+    CHECK(et::sum(y).item() == 2.0f * float(n - 100));
+    // Another size does not.
+    const auto z = et::full<float>(et::cpu, {3 * n}, 3.0f);
+    CHECK(z.data() != first);
+  }
+  CHECK(et::memory_stats(et::cpu).reserved > before.reserved + block);
+  et::empty_cache(et::cpu);
+  CHECK(et::memory_stats(et::cpu).reserved == before.allocated);
 }

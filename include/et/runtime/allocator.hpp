@@ -11,7 +11,8 @@
 //    is never reused while a kernel on another stream may still read or write it. This is
 //    PyTorch's record_stream, done by the library.
 //  - CPU: 64-byte-aligned operator new (glibc caches freed blocks itself); blocks of 4 MiB
-//    and more on huge-page boundaries, advised as transparent huge pages.
+//    and more on huge-page boundaries, advised as transparent huge pages, and cached when
+//    freed (runtime/host_cache.hpp); empty_cache(et::cpu) hands them back.
 //  - Statistics per device (memory_stats): bytes held by tensors, their peak, live blocks,
 //    allocations made, and for CUDA the bytes the pool reserves from the driver.
 #pragma once
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 #include "et/runtime/faults.hpp"
+#include "et/runtime/host_cache.hpp"
 #include "et/runtime/stream.hpp"
 #include "et/runtime/version.hpp"
 
@@ -38,7 +40,7 @@ namespace et {
 /// What etensor holds on one device. Bytes, except the two counts.
 struct MemoryStats {
   std::size_t allocated = 0;          ///< bytes of live tensor storage (and scratch)
-  std::size_t reserved = 0;           ///< bytes etensor holds from the driver (CUDA: its pool and graphs' memory); = allocated on the CPU
+  std::size_t reserved = 0;           ///< bytes etensor holds from the driver or system (CUDA: its pool and graphs' memory; CPU: allocated + its cache of large blocks)
   std::size_t peak_allocated = 0;     ///< the most `allocated` has been since start or reset_peak_memory_stats
   std::size_t allocations = 0;        ///< live blocks
   std::size_t total_allocations = 0;  ///< blocks allocated since the process started
@@ -87,17 +89,14 @@ DeviceCounters& counters_of() {
   else return counters(D::index);
 }
 
-/// Blocks from this size on are aligned to, and advised as, transparent huge pages: a
-/// fresh 256 MiB block then faults in 128 times instead of 65536 (the first write, often a
-/// copy from a GPU, pays for every fault).
-inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
-
-/// The deleter of a host block (allocate_host).
+/// The deleter of a host block (allocate_host): a block of cached size goes back to the
+/// cache (runtime/host_cache.hpp).
 struct HostBlock {
-  std::size_t bytes, alignment;
+  std::size_t bytes, size, alignment;
   VersionCounter version;
   void operator()(void* p) const {
-    ::operator delete(p, std::align_val_t{alignment});
+    if (alignment == huge_page_bytes) cache_host_block(size, p);
+    else ::operator delete(p, std::align_val_t{alignment});
     counters(-1).remove(bytes);
   }
 };
@@ -105,16 +104,25 @@ struct HostBlock {
 inline std::shared_ptr<void> allocate_host(std::size_t bytes) {
   if (bytes == 0) return {};
   check_injected_fault(bytes, [] { return "cpu"; });
-  const std::size_t alignment = bytes >= 2 * huge_page_bytes ? huge_page_bytes : host_alignment;
-  void* ptr = ::operator new(bytes, std::align_val_t{alignment}, std::nothrow);
-  if (ptr && alignment == huge_page_bytes) (void)madvise(ptr, bytes, MADV_HUGEPAGE);  // a hint: may be off
+  const bool cached = is_cached_host_size(bytes);
+  const std::size_t size = cached ? cached_host_size(bytes) : bytes;
+  const std::size_t alignment = cached ? huge_page_bytes : host_alignment;
+  void* ptr = cached ? take_cached_host_block(size) : nullptr;
+  if (!ptr) {
+    ptr = ::operator new(size, std::align_val_t{alignment}, std::nothrow);
+    if (!ptr && cached && host_cached_bytes() > 0) {  // hand the cache back and try once more
+      release_host_cache();
+      ptr = ::operator new(size, std::align_val_t{alignment}, std::nothrow);
+    }
+    if (ptr && cached) (void)madvise(ptr, size, MADV_HUGEPAGE);  // a hint: may be off
+  }
   if (!ptr) {
     const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
     throw OutOfMemory("cpu", bytes, static_cast<std::size_t>(sysconf(_SC_AVPHYS_PAGES)) * page,
                       static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * page, "the host allocator refused it");
   }
   counters(-1).add(bytes);
-  return std::shared_ptr<void>(ptr, HostBlock{bytes, alignment, {}});
+  return std::shared_ptr<void>(ptr, HostBlock{bytes, size, alignment, {}});
 }
 
 #if defined(ET_HAS_CUDA_RUNTIME)
@@ -369,7 +377,7 @@ MemoryStats memory_stats(D) {
   } else if constexpr (std::is_same_v<D, Pinned>) {
     stats.reserved = c.extra_reserved.load();
   } else {
-    stats.reserved = stats.allocated;
+    stats.reserved = stats.allocated + detail::host_cached_bytes();
   }
   return stats;
 }
@@ -386,13 +394,15 @@ inline void release_pinned_cache();  // pinned.hpp
 }
 
 /// Waits for the device, then hands every cached (freed, unused) block of etensor's pool
-/// back to the driver; for Pinned, the cached page-locked blocks. Blocks still held by
-/// tensors stay. A no-op on the CPU.
+/// back to the driver; for Pinned, the cached page-locked blocks; on the CPU, the cached
+/// large blocks. Blocks still held by tensors stay.
 template <Device D>
 void empty_cache(D) {
   if constexpr (std::is_same_v<D, Pinned>) {
     detail::release_pinned_cache();
-  } else if constexpr (D::is_cuda) {
+  } else if constexpr (!D::is_cuda) {
+    detail::release_host_cache();
+  } else {
 #if defined(ET_HAS_CUDA_RUNTIME)
     detail::DeviceGuard guard(D::index);
     ET_CUDA_CHECK(cudaDeviceSynchronize());
