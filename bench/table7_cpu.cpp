@@ -93,7 +93,8 @@ Row measure(const std::string& name, const std::string& size, Make make, const X
 
 const char* cpu_libraries() {
 #if defined(ET_CBLAS_OPENBLAS)
-  return "products: OpenBLAS (" OPENBLAS_VERSION ")";
+  static const std::string name = std::string("products: OpenBLAS (") + OPENBLAS_VERSION + ", core " + openblas_get_corename() + ")";
+  return name.c_str();
 #elif defined(ET_WITH_CBLAS)
   return "products: a CBLAS";
 #else
@@ -107,6 +108,21 @@ const char* convolution_library() {
 #else
   return "im2col + the products' GEMM";
 #endif
+}
+
+/// The rows so far (written after every row: a run cut short keeps what it measured).
+void write_json(const std::string& path, int cores, const std::vector<Row>& rows, bool ok) {
+  if (path.empty()) return;
+  std::ofstream out(path);
+  out << "{\"benchmark\": \"table7-cpu\", \"cores\": " << cores << ", \"libraries\": \"" << cpu_libraries() << "; "
+      << convolution_library() << "\", \"ok\": " << (ok ? "true" : "false") << ", \"results\": [";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    out << (i ? ", " : "") << "{\"workload\": \"" << r.network << " cpu " << r.threads << "t\", \"size\": \"" << r.size
+        << "\", \"threads\": " << r.threads << ", \"etensor_us\": " << r.us << ", \"first_loss\": " << r.first_loss
+        << ", \"ok\": " << (r.ok ? "true" : "false") << "}";
+  }
+  out << "]}\n";
 }
 
 }  // namespace
@@ -154,6 +170,7 @@ int main(int argc, char** argv) {
         if (rows.size() > first)
           r.ok = r.ok && std::abs(r.first_loss - rows[first].first_loss) <= 1e-3 * std::abs(rows[first].first_loss);
         rows.push_back(r);
+        write_json(json_path, cores, rows, false);
       }
     };
     sweep("fcn-s", "FCN-S", [&] { return fcn::make_model(dev, fcn::Sizes{}); }, et::randn<float>(dev, {64, 26752}, 7),
@@ -182,17 +199,6 @@ int main(int argc, char** argv) {
   bool ok = true;
   for (const Row& r : rows) ok = ok && r.ok;
   std::printf("\n%s\n", ok ? "PASS: every loss finite, the first losses agree across thread counts" : "FAIL: see above");
-  if (!json_path.empty()) {
-    std::ofstream out(json_path);
-    out << "{\"benchmark\": \"table7-cpu\", \"cores\": " << cores << ", \"libraries\": \"" << cpu_libraries()
-        << "\", \"ok\": " << (ok ? "true" : "false") << ", \"results\": [";
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      out << (i ? ", " : "") << "{\"workload\": \"" << r.network << " cpu " << r.threads << "t\", \"size\": \"" << r.size
-          << "\", \"threads\": " << r.threads << ", \"etensor_us\": " << r.us << ", \"first_loss\": " << r.first_loss
-          << ", \"ok\": " << (r.ok ? "true" : "false") << "}";
-    }
-    out << "]}\n";
-  }
+  write_json(json_path, cores, rows, ok);
   return ok ? 0 : 1;
 }

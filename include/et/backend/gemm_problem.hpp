@@ -168,7 +168,7 @@ struct GemmCounters {
   std::atomic<std::int64_t> fused_epilogues{0}; ///< ... of which with a bias/activation epilogue
   std::atomic<std::int64_t> cublas_gemms{0};    ///< cublasGemmStridedBatchedEx calls (no Lt algorithm)
   std::atomic<std::int64_t> cpu_gemms{0};       ///< CPU products (one per matrix of a batch)
-  std::atomic<std::int64_t> cblas_gemms{0};     ///< those of them run by a CBLAS (backend/cpu/gemm.hpp)
+  std::atomic<std::int64_t> library_gemms{0};   ///< those of them run by oneDNN or a CBLAS (backend/cpu/gemm.hpp)
   std::atomic<std::int64_t> operand_copies{0};  ///< operands made contiguous: no BLAS layout fits
 };
 
