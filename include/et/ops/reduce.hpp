@@ -274,6 +274,17 @@ template <class T, int R, class D, std::size_t N>
 Tensor<T, int(N), D> sum_to(const Tensor<T, R, D>& g, const std::array<std::int64_t, N>& shape) {
   const auto plan = sum_plan(shape, g.shape());
   if (plan.summed == 1) return untracked_reshape(g, shape);  // nothing to sum: a view, or a copy
+  if constexpr (!D::is_cuda) {
+    // On the CPU a contiguous gradient summed over leading axes alone (a bias's) is summed in
+    // place, without staging it transposed: the kept axes are the last ones, in order.
+    bool leading = g.is_contiguous() && plan.kept >= 64;  // fewer columns: the threads share the rows instead
+    for (int k = 0; k < plan.kept_axes; ++k) leading = leading && plan.order[k] == int(R) - plan.kept_axes + k;
+    if (leading) {
+      auto out = Tensor<T, int(N), D>::allocate(shape);
+      cpu_backend::sum_leading_rows(g.data(), plan.summed, plan.kept, out.data());
+      return out;
+    }
+  }
   auto staged = staging_buffer<T, D>(plan);
   evaluate(staged, g);
   return finish_sum(staged, plan, shape);

@@ -126,4 +126,26 @@ void reduce_axis_into(Backend, Op, const E& expr, const AxisProblem& problem, Ou
   reduce_axis_loop<CpuIndex, Op>(expr, problem, out, plan_reads(expr.shape(), expr).linear);
 }
 
+/// out[k] = sum over i < rows of g[i * cols + k]: a contiguous gradient summed over its
+/// leading axes (a bias's gradient, ops/reduce.hpp's sum_to), read once in order and summed
+/// in double (where the general path's pairwise sums stay within a few roundings too).
+/// Threads take blocks of columns, each summing every row of its block.
+template <class T>
+void sum_leading_rows(const T* g, std::int64_t rows, std::int64_t cols, T* out) {
+  using Acc = double;
+  constexpr std::int64_t block = 256;
+  const std::int64_t blocks = (cols + block - 1) / block;
+#pragma omp parallel for schedule(static) if (rows * cols >= parallel_threshold && blocks > 1)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t first = b * block, width = std::min(block, cols - first);
+    Acc sums[block] = {};
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const T* row = g + i * cols + first;
+#pragma omp simd
+      for (std::int64_t k = 0; k < width; ++k) sums[k] += static_cast<Acc>(static_cast<compute_t<T>>(row[k]));
+    }
+    for (std::int64_t k = 0; k < width; ++k) out[first + k] = static_cast<T>(static_cast<compute_t<T>>(sums[k]));
+  }
+}
+
 }  // namespace et::detail::cpu_backend
