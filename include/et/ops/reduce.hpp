@@ -247,17 +247,39 @@ std::array<std::int64_t, N> sum_target(const SumPlan<R>& plan, const std::array<
   return to;
 }
 
+/// Whether a gradient is summed by `plan` in its own layout, on the CPU: where the summed
+/// axes all come before the kept ones (a bias's gradient) and at least 64 elements are kept,
+/// the contiguous gradient's rows are added up in order (cpu_backend::sum_leading_rows)
+/// instead of staging it transposed, which writes every element to a distant place.
+template <class D, std::size_t R>
+bool sums_leading_rows(const SumPlan<R>& plan) {
+  if constexpr (D::is_cuda) {
+    return false;
+  } else {
+    bool leading = plan.kept >= 64;
+    for (int k = 0; k < plan.kept_axes; ++k) leading = leading && plan.order[k] == int(R) - plan.kept_axes + k;
+    return leading;
+  }
+}
+
 /// A buffer for a gradient over `shape` that will be summed down by `plan`, seen in the
-/// index space's axis order (so it can be written as any tensor of that shape).
+/// index space's axis order (so it can be written as any tensor of that shape): contiguous
+/// where sums_leading_rows, else transposed so that the summed axes come last.
 template <class T, class D, std::size_t R>
 Tensor<T, int(R), D> staging_buffer(const SumPlan<R>& plan) {
+  if (sums_leading_rows<D>(plan)) {
+    std::array<std::int64_t, R> shape{};
+    for (std::size_t d = 0; d != R; ++d) shape[d] = plan.extents[std::size_t(plan.inverse[d])];
+    return Tensor<T, int(R), D>::allocate(shape);
+  }
   const auto buffer = Tensor<T, int(R), D>::allocate(plan.extents);
   return untracked_view(buffer, permute_layout(layout_of(buffer), plan.inverse));
 }
 
 /// The staged gradient (a buffer from staging_buffer(plan)) summed down to `to` (the sum is
 /// skipped where nothing is summed). Read in the plan's order the buffer is contiguous
-/// again, and so are its [kept, summed] rows and their sums.
+/// again, and so are its [kept, summed] rows and their sums; where sums_leading_rows, its
+/// [summed, kept] rows are added up in place.
 template <class T, int R, class D, std::size_t N>
 Tensor<T, int(N), D> finish_sum(const Tensor<T, R, D>& staged, const SumPlan<std::size_t(R)>& plan,
                                 const std::array<std::int64_t, N>& to) {
@@ -266,6 +288,13 @@ Tensor<T, int(N), D> finish_sum(const Tensor<T, R, D>& staged, const SumPlan<std
                                  shape, contiguous_strides(shape), t.offset()});
   };
   if (plan.summed == 1) return contiguous_as(staged, to);
+  if constexpr (!D::is_cuda) {
+    if (sums_leading_rows<D>(plan) && staged.is_contiguous()) {
+      auto out = Tensor<T, int(N), D>::allocate(to);
+      cpu_backend::sum_leading_rows(staged.data(), plan.summed, plan.kept, out.data());
+      return out;
+    }
+  }
   const auto rows = contiguous_as(staged, std::array<std::int64_t, 2>{plan.kept, plan.summed});
   return contiguous_as(reduce_axis<SumOp, T, 1, Tensor<T, 2, D>, false>(rows, 1, "sum", false), to);
 }
@@ -274,17 +303,7 @@ template <class T, int R, class D, std::size_t N>
 Tensor<T, int(N), D> sum_to(const Tensor<T, R, D>& g, const std::array<std::int64_t, N>& shape) {
   const auto plan = sum_plan(shape, g.shape());
   if (plan.summed == 1) return untracked_reshape(g, shape);  // nothing to sum: a view, or a copy
-  if constexpr (!D::is_cuda) {
-    // On the CPU a contiguous gradient summed over leading axes alone (a bias's) is summed in
-    // place, without staging it transposed: the kept axes are the last ones, in order.
-    bool leading = g.is_contiguous() && plan.kept >= 64;  // fewer columns: the threads share the rows instead
-    for (int k = 0; k < plan.kept_axes; ++k) leading = leading && plan.order[k] == int(R) - plan.kept_axes + k;
-    if (leading) {
-      auto out = Tensor<T, int(N), D>::allocate(shape);
-      cpu_backend::sum_leading_rows(g.data(), plan.summed, plan.kept, out.data());
-      return out;
-    }
-  }
+  if (sums_leading_rows<D>(plan) && g.is_contiguous()) return finish_sum(g, plan, shape);  // no staging copy
   auto staged = staging_buffer<T, D>(plan);
   evaluate(staged, g);
   return finish_sum(staged, plan, shape);
