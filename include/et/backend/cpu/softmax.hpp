@@ -1,11 +1,15 @@
 // softmax, log_softmax and logsumexp on the CPU (ops/softmax.hpp): OpenMP over rows, each
 // row read once for its statistics (backend/softmax_ops.hpp) and once for its output while it
-// is still in cache. Rows accumulate in double whatever the element type. Also
+// is still in cache. Rows accumulate in double whatever the element type (a contiguous float
+// row's terms in float first: float_row_stats). Also
 // cross_entropy's forward (nn/loss.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 
 #include "et/backend/backend.hpp"
 #include "et/backend/cpu/elementwise.hpp"
@@ -14,6 +18,33 @@
 #include "et/types.hpp"
 
 namespace et::detail::cpu_backend {
+
+/// A contiguous float row's statistics in two vectorized passes: its maximum, then the sum
+/// of exp(x - shift) in float (libmvec's expf, 4 ulp) added up in double a block at a time,
+/// at about 20x the speed of the double loop below. False, having done nothing, where the
+/// shift is not finite (a row of -inf or NaN alone under a kind that shifts by them): the
+/// double loop handles those.
+template <class Kind>
+bool float_row_stats(const float* x, std::int64_t length, RowStats<Kind, double>& stats) {
+  float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+  for (std::int64_t j = 0; j < length; ++j) m = x[j] > m ? x[j] : m;  // NaN ignored, as fmax
+  const double shift = RowStats<Kind, double>::shift(m);
+  if (!(shift - shift == 0)) return false;
+  const float s = static_cast<float>(shift);
+  double total = 0;
+  constexpr std::int64_t block = 1024;
+  for (std::int64_t first = 0; first < length; first += block) {
+    const std::int64_t last = std::min(length, first + block);
+    float part = 0;
+#pragma omp simd reduction(+ : part)
+    for (std::int64_t j = first; j < last; ++j) part += ::expf(x[j] - s);
+    total += part;
+  }
+  stats.max = m;
+  stats.sum = total;
+  return true;
+}
 
 template <class Kind, class T, int R, int RO, class D, int R1>  // D: Cpu or Pinned
 void softmax_rows_into(Backend, Kind, const Tensor<T, R, D>& input, const Tensor<T, RO, D>& output,
@@ -30,7 +61,9 @@ void softmax_rows_into(Backend, Kind, const Tensor<T, R, D>& input, const Tensor
     g.offsets(row, in_offset, out_offset);
     const T* x = in + in_offset;
     RowStats<Kind, Acc> stats;
-    for (std::int64_t j = 0; j < length; j += block) {
+    bool done = false;
+    if constexpr (std::is_same_v<T, float>) done = step == 1 && float_row_stats(x, length, stats);
+    for (std::int64_t j = 0; !done && j < length; j += block) {
       Acc values[block];
       for (int k = 0; k < block; ++k)
         values[k] = j + k < length ? value(x[(j + k) * step]) : -std::numeric_limits<Acc>::infinity();
