@@ -1,7 +1,8 @@
 // Batch normalization on the CPU, as ops/batch_norm.hpp calls it through the backend tag
 // (backend/backend.hpp), with the epilogue backend/nn_shapes.hpp describes (a residual on a
 // range of channels, then ReLU): one pass per channel (OpenMP over the channels) that
-// accumulates in double, for every floating type, packed nchw. The same contract as
+// accumulates in double (each run of a channel's values vectorized, its sums reassociated
+// within the run), for every floating type, packed nchw. The same contract as
 // backend/cuda/batch_norm.hpp:
 //
 //   forward   training: mean, biased variance (two passes over the channel's values: no
@@ -18,8 +19,10 @@
 // T (mixed precision).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "et/backend/backend.hpp"
 #include "et/backend/nn_shapes.hpp"
@@ -52,11 +55,22 @@ void batch_norm_forward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, 
     if (g.training) {
       double sum = 0, squares = 0;
       for_each_run(g, c, [&](std::int64_t, std::int64_t at) {
-        for (std::int64_t k = 0; k < g.hw; ++k) sum += as_double(xs[at + k]);
+        const T* __restrict xr = xs + at;  // locals: through the closure's references nothing vectorizes
+        const std::int64_t hw = g.hw;
+        double run = 0;
+#pragma omp simd reduction(+ : run)
+        for (std::int64_t k = 0; k < hw; ++k) run += as_double(xr[k]);
+        sum += run;
       });
       mean = sum / count;
       for_each_run(g, c, [&](std::int64_t, std::int64_t at) {
-        for (std::int64_t k = 0; k < g.hw; ++k) squares += (as_double(xs[at + k]) - mean) * (as_double(xs[at + k]) - mean);
+        const T* __restrict xr = xs + at;
+        const std::int64_t hw = g.hw;
+        const double mu = mean;
+        double run = 0;
+#pragma omp simd reduction(+ : run)
+        for (std::int64_t k = 0; k < hw; ++k) run += (as_double(xr[k]) - mu) * (as_double(xr[k]) - mu);
+        squares += run;
       });
       const double variance = squares / count, m = g.momentum;
       invstd = 1.0 / std::sqrt(variance + g.eps);
@@ -71,12 +85,18 @@ void batch_norm_forward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, 
       save_invstd.data()[c] = static_cast<compute_t<T>>(invstd);
     }
     const double scale = as_double(w.data()[c]) * invstd, shift = as_double(b.data()[c]) - mean * scale;
+    const double floor = g.relu ? 0.0 : -std::numeric_limits<double>::infinity();  // ReLU as a max
     for_each_run(g, c, [&](std::int64_t i, std::int64_t at) {
-      const T* r = rs.covers(c) ? rs.plane(i, c) : nullptr;
-      for (std::int64_t k = 0; k < g.hw; ++k) {
-        double v = as_double(xs[at + k]) * scale + shift + (r ? as_double(r[k]) : 0.0);
-        if (g.relu && v < 0) v = 0;
-        ys[at + k] = from_double<T>(v);
+      const T* __restrict xr = xs + at;
+      T* __restrict yr = ys + at;
+      const std::int64_t hw = g.hw;
+      const double a = scale, b = shift, low = floor;
+      if (const T* __restrict r = rs.covers(c) ? rs.plane(i, c) : nullptr) {
+#pragma omp simd
+        for (std::int64_t k = 0; k < hw; ++k) yr[k] = from_double<T>(std::max(as_double(xr[k]) * a + b + as_double(r[k]), low));
+      } else {
+#pragma omp simd
+        for (std::int64_t k = 0; k < hw; ++k) yr[k] = from_double<T>(std::max(as_double(xr[k]) * a + b, low));
       }
     });
   }
@@ -94,28 +114,48 @@ void batch_norm_backward(Backend, const BatchNormGeometry& g, const Tensor<T, 4,
   const ResidualPlanes<T> drs{dresidual ? dresidual->data() : nullptr, g.residual_first, g.residual_channels,
                               g.residual_channels * g.hw, g.hw};  // packed
   const double count = double(g.count());
-  auto gradient = [&](std::int64_t at) { return ys && !(as_double(ys[at]) > 0) ? 0.0 : as_double(dys[at]); };
+  const std::int64_t hw = g.hw;
+  // dy, or 0 where ReLU's output was not positive; on the run's own pointers (locals: through
+  // a closure's references the loops do not vectorize).
+  auto gradient = [](const T* __restrict yr, const T* __restrict dyr, std::int64_t k) {
+    return yr && !(as_double(yr[k]) > 0) ? 0.0 : as_double(dyr[k]);
+  };
 #pragma omp parallel for schedule(static) if (g.c > 1 && g.n * g.c * g.hw > 32768)
   for (std::int64_t c = 0; c < g.c; ++c) {
     const double mean = double(save_mean.data()[c]), invstd = double(save_invstd.data()[c]);
     double sum_g = 0, sum_g_xhat = 0;
     for_each_run(g, c, [&](std::int64_t i, std::int64_t at) {
-      T* dr = drs.covers(c) ? drs.plane(i, c) : nullptr;
-      for (std::int64_t k = 0; k < g.hw; ++k) {
-        const double gk = gradient(at + k);
-        sum_g += gk;
-        sum_g_xhat += gk * (as_double(xs[at + k]) - mean) * invstd;
-        if (dr) dr[k] = from_double<T>(gk);
+      const T* __restrict xr = xs + at;
+      const T* __restrict dyr = dys + at;
+      const T* __restrict yr = ys ? ys + at : nullptr;
+      const double mu = mean, s = invstd;
+      double run_g = 0, run_g_xhat = 0;
+#pragma omp simd reduction(+ : run_g, run_g_xhat)
+      for (std::int64_t k = 0; k < hw; ++k) {
+        const double gk = gradient(yr, dyr, k);
+        run_g += gk;
+        run_g_xhat += gk * (as_double(xr[k]) - mu) * s;
+      }
+      sum_g += run_g;
+      sum_g_xhat += run_g_xhat;
+      if (T* __restrict dr = drs.covers(c) ? drs.plane(i, c) : nullptr) {
+#pragma omp simd
+        for (std::int64_t k = 0; k < hw; ++k) dr[k] = from_double<T>(gradient(yr, dyr, k));
       }
     });
     const double scale = as_double(w.data()[c]) * invstd;
     if (dxs) {
+      // training: scale / M * (M g - sum_g - xhat sum_g_xhat) = scale g - b - xhat d; eval: scale g
+      const double a = scale, b = g.training ? scale / count * sum_g : 0.0,
+                   d = g.training ? scale / count * sum_g_xhat : 0.0;
       for_each_run(g, c, [&](std::int64_t, std::int64_t at) {
-        for (std::int64_t k = 0; k < g.hw; ++k) {
-          const double xhat = (as_double(xs[at + k]) - mean) * invstd;
-          dxs[at + k] = from_double<T>(g.training ? scale / count * (count * gradient(at + k) - sum_g - xhat * sum_g_xhat)
-                                                  : scale * gradient(at + k));
-        }
+        const T* __restrict xr = xs + at;
+        const T* __restrict dyr = dys + at;
+        const T* __restrict yr = ys ? ys + at : nullptr;
+        T* __restrict dxr = dxs + at;
+        const double mu = mean, s = invstd;
+#pragma omp simd
+        for (std::int64_t k = 0; k < hw; ++k) dxr[k] = from_double<T>(a * gradient(yr, dyr, k) - b - (as_double(xr[k]) - mu) * s * d);
       });
     }
     if (dw.defined()) dw.data()[c] = from_double<P>(sum_g_xhat);
