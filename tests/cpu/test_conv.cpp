@@ -3,12 +3,14 @@
 // strides 2 and 3, padding, dilation 2, groups (depthwise too), 1x1, 3x3 and 5x3 kernels,
 // with and without bias, nchw and nhwc, every element type. The gradients are also checked
 // by the adjoint identities <conv(x), dy> = <x, dx> = <w, dw>, which no reference loop
-// enters. Then the output-shape arithmetic and every error message.
+// enters. Then which path ran (oneDNN for float where etensor has it; never for double),
+// the output-shape arithmetic and every error message.
 #include "../common/conv_reference.hpp"
 #include "../common/reference.hpp"
 
 #include <et/et.hpp>
 
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -195,6 +197,57 @@ TEST_CASE("conv2d reads any strides and an empty batch", "[conv]") {
     const auto dw = et::conv2d_backward_filter(x0, y0, w.shape(), cc.options(et::Layout::nchw));
     for (double v : dw.to_vector()) CHECK(v == 0.0);
     CHECK(et::max_pool2d(x0, {.kernel = {2, 2}}).shape() == et::Shape<4>{0, cc.c, 3, 2});
+  }
+}
+
+namespace {
+
+/// Convolution passes and pooling passes the CPU ran through oneDNN so far.
+std::array<std::int64_t, 2> dnnl_runs() {
+  const auto& counters = et::detail::dnnl_counters();
+  return {counters.convolutions.load(), counters.poolings.load()};
+}
+
+/// A convolution (forward, both gradients) and the four pooling passes on T, in `layout`.
+template <class T>
+void run_conv_and_pool(et::Layout layout) {
+  const ConvGeometry cc{2, 16, 8, 8, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true};
+  const auto x = make<T>(test::uniform(cc.input_shape_nchw(), 51), cc.input_shape_nchw(), layout);
+  const auto w = make<T>(test::uniform(cc.weight_shape_nchw(), 52), cc.weight_shape_nchw(), layout);
+  const auto b = et::from_vector(et::cpu, rounded<T>(test::uniform(std::array<std::int64_t, 1>{cc.k}, 53)), {cc.k});
+  const auto y = et::conv2d(x, w, b, cc.options(layout));
+  (void)et::conv2d_backward_data(y, w, x.shape(), cc.options(layout));
+  (void)et::conv2d_backward_filter(x, y, w.shape(), cc.options(layout));
+  const et::Pool2dOptions pool{.kernel = {2, 2}, .layout = layout};
+  const auto m = et::max_pool2d(x, pool);
+  (void)et::avg_pool2d(x, pool);
+  (void)et::max_pool2d_backward(m, x, m, pool);
+  (void)et::avg_pool2d_backward(m, x.shape(), pool);
+}
+
+}  // namespace
+
+TEST_CASE("float convolution and pooling run through oneDNN when etensor has it; double never does", "[conv][dnnl]") {
+  const auto layout = GENERATE(et::Layout::nchw, et::Layout::nhwc);
+  CAPTURE(layout == et::Layout::nhwc ? "nhwc" : "nchw");
+  const auto before = dnnl_runs();
+  SECTION("float") {
+    run_conv_and_pool<float>(layout);
+#if defined(ET_WITH_DNNL)
+    CHECK(dnnl_runs() == std::array<std::int64_t, 2>{before[0] + 3, before[1] + 4});
+#else
+    CHECK(dnnl_runs() == before);
+#endif
+  }
+  SECTION("double runs conv.hpp and pool.hpp") {
+    run_conv_and_pool<double>(layout);
+    CHECK(dnnl_runs() == before);
+  }
+  SECTION("max pooling over a NaN runs pool.hpp, which propagates it") {
+    const auto x = et::from_vector(et::cpu, std::vector<float>{1, NAN, 5, 2},
+                                   layout == et::Layout::nhwc ? et::Shape<4>{1, 2, 2, 1} : et::Shape<4>{1, 1, 2, 2});
+    CHECK(std::isnan(et::max_pool2d(x, {.kernel = {2, 2}, .layout = layout}).item()));
+    CHECK(dnnl_runs() == before);
   }
 }
 
