@@ -10,9 +10,9 @@
 //    note_stream_use), the free first waits for those streams' work queued so far: a block
 //    is never reused while a kernel on another stream may still read or write it. This is
 //    PyTorch's record_stream, done by the library.
-//  - CPU: 64-byte-aligned operator new (glibc caches freed blocks itself); blocks of 4 MiB
-//    and more on huge-page boundaries, advised as transparent huge pages, and cached when
-//    freed (runtime/host_cache.hpp); empty_cache(et::cpu) hands them back.
+//  - CPU: 64-byte-aligned operator new; blocks of 4 MiB and more on huge-page boundaries,
+//    advised as transparent huge pages; blocks of 256 KiB and more cached when freed
+//    (runtime/host_cache.hpp); empty_cache(et::cpu) hands them back.
 //  - Statistics per device (memory_stats): bytes held by tensors, their peak, live blocks,
 //    allocations made, and for CUDA the bytes the pool reserves from the driver.
 #pragma once
@@ -89,13 +89,14 @@ DeviceCounters& counters_of() {
   else return counters(D::index);
 }
 
-/// The deleter of a host block (allocate_host): a block of cached size goes back to the
+/// The deleter of a host block (allocate_host): a block of 256 KiB or more goes back to the
 /// cache (runtime/host_cache.hpp).
 struct HostBlock {
   std::size_t bytes, size, alignment;
+  bool cached;
   VersionCounter version;
   void operator()(void* p) const {
-    if (alignment == huge_page_bytes) cache_host_block(size, p);
+    if (cached) cache_host_block(size, p);
     else ::operator delete(p, std::align_val_t{alignment});
     counters(-1).remove(bytes);
   }
@@ -106,7 +107,7 @@ inline std::shared_ptr<void> allocate_host(std::size_t bytes) {
   check_injected_fault(bytes, [] { return "cpu"; });
   const bool cached = is_cached_host_size(bytes);
   const std::size_t size = cached ? cached_host_size(bytes) : bytes;
-  const std::size_t alignment = cached ? huge_page_bytes : host_alignment;
+  const std::size_t alignment = cached ? host_block_alignment(size) : host_alignment;
   void* ptr = cached ? take_cached_host_block(size) : nullptr;
   if (!ptr) {
     ptr = ::operator new(size, std::align_val_t{alignment}, std::nothrow);
@@ -114,7 +115,7 @@ inline std::shared_ptr<void> allocate_host(std::size_t bytes) {
       release_host_cache();
       ptr = ::operator new(size, std::align_val_t{alignment}, std::nothrow);
     }
-    if (ptr && cached) (void)madvise(ptr, size, MADV_HUGEPAGE);  // a hint: may be off
+    if (ptr && alignment == huge_page_bytes) (void)madvise(ptr, size, MADV_HUGEPAGE);  // a hint: may be off
   }
   if (!ptr) {
     const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -122,7 +123,7 @@ inline std::shared_ptr<void> allocate_host(std::size_t bytes) {
                       static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * page, "the host allocator refused it");
   }
   counters(-1).add(bytes);
-  return std::shared_ptr<void>(ptr, HostBlock{bytes, size, alignment, {}});
+  return std::shared_ptr<void>(ptr, HostBlock{bytes, size, alignment, cached, {}});
 }
 
 #if defined(ET_HAS_CUDA_RUNTIME)
