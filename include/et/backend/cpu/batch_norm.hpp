@@ -1,8 +1,9 @@
 // Batch normalization on the CPU, as ops/batch_norm.hpp calls it through the backend tag
 // (backend/backend.hpp), with the epilogue backend/nn_shapes.hpp describes (a residual on a
-// range of channels, then ReLU): one pass per channel (OpenMP over the channels) that
-// accumulates in double (each run of a channel's values vectorized, its sums reassociated
-// within the run), for every floating type, packed nchw. The same contract as
+// range of channels, then ReLU): one pass per channel (OpenMP over the channels), packed
+// nchw. Each run of a channel's values (one image's plane) is a vectorized loop in the
+// compute type (float for float and the 16-bit types, double for double), its sums
+// reassociated within the run; the runs' sums and the statistics are double. The same contract as
 // backend/cuda/batch_norm.hpp:
 //
 //   forward   training: mean, biased variance (two passes over the channel's values: no
@@ -44,6 +45,7 @@ void batch_norm_forward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, 
                         const Tensor<T, 4, Cpu>& y, const Tensor<compute_t<T>, 1, Cpu>& save_mean,
                         const Tensor<compute_t<T>, 1, Cpu>& save_invstd,
                         const Tensor<std::int64_t, 0, Cpu>* batches_tracked) {
+  using A = compute_t<T>;  // within a run: float for the 16-bit types and float, double for double
   const T* xs = x.data();
   T* ys = y.data();
   const ResidualPlanes<const T> rs{residual ? residual->data() : nullptr, g.residual_first, g.residual_channels,
@@ -57,19 +59,19 @@ void batch_norm_forward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, 
       for_each_run(g, c, [&](std::int64_t, std::int64_t at) {
         const T* __restrict xr = xs + at;  // locals: through the closure's references nothing vectorizes
         const std::int64_t hw = g.hw;
-        double run = 0;
+        A run = 0;
 #pragma omp simd reduction(+ : run)
-        for (std::int64_t k = 0; k < hw; ++k) run += as_double(xr[k]);
+        for (std::int64_t k = 0; k < hw; ++k) run += A(xr[k]);
         sum += run;
       });
       mean = sum / count;
       for_each_run(g, c, [&](std::int64_t, std::int64_t at) {
         const T* __restrict xr = xs + at;
         const std::int64_t hw = g.hw;
-        const double mu = mean;
-        double run = 0;
+        const A mu = A(mean);
+        A run = 0;
 #pragma omp simd reduction(+ : run)
-        for (std::int64_t k = 0; k < hw; ++k) run += (as_double(xr[k]) - mu) * (as_double(xr[k]) - mu);
+        for (std::int64_t k = 0; k < hw; ++k) run += (A(xr[k]) - mu) * (A(xr[k]) - mu);
         squares += run;
       });
       const double variance = squares / count, m = g.momentum;
@@ -85,18 +87,18 @@ void batch_norm_forward(Backend, const BatchNormGeometry& g, const Tensor<T, 4, 
       save_invstd.data()[c] = static_cast<compute_t<T>>(invstd);
     }
     const double scale = as_double(w.data()[c]) * invstd, shift = as_double(b.data()[c]) - mean * scale;
-    const double floor = g.relu ? 0.0 : -std::numeric_limits<double>::infinity();  // ReLU as a max
+    const A floor = g.relu ? A(0) : -std::numeric_limits<A>::infinity();  // ReLU as a max
     for_each_run(g, c, [&](std::int64_t i, std::int64_t at) {
       const T* __restrict xr = xs + at;
       T* __restrict yr = ys + at;
       const std::int64_t hw = g.hw;
-      const double a = scale, b = shift, low = floor;
+      const A a = A(scale), b = A(shift), low = floor;
       if (const T* __restrict r = rs.covers(c) ? rs.plane(i, c) : nullptr) {
 #pragma omp simd
-        for (std::int64_t k = 0; k < hw; ++k) yr[k] = from_double<T>(std::max(as_double(xr[k]) * a + b + as_double(r[k]), low));
+        for (std::int64_t k = 0; k < hw; ++k) yr[k] = T(std::max(A(xr[k]) * a + b + A(r[k]), low));
       } else {
 #pragma omp simd
-        for (std::int64_t k = 0; k < hw; ++k) yr[k] = from_double<T>(std::max(as_double(xr[k]) * a + b, low));
+        for (std::int64_t k = 0; k < hw; ++k) yr[k] = T(std::max(A(xr[k]) * a + b, low));
       }
     });
   }
@@ -109,6 +111,7 @@ void batch_norm_backward(Backend, const BatchNormGeometry& g, const Tensor<T, 4,
                          const Tensor<compute_t<T>, 1, Cpu>& save_mean,
                          const Tensor<compute_t<T>, 1, Cpu>& save_invstd, const Tensor<T, 4, Cpu>& dx,
                          const Tensor<P, 1, Cpu>& dw, const Tensor<P, 1, Cpu>& db, const Tensor<T, 4, Cpu>* dresidual) {
+  using A = compute_t<T>;
   const T *xs = x.data(), *dys = dy.data(), *ys = g.relu ? y.data() : nullptr;
   T* dxs = dx.defined() ? dx.data() : nullptr;
   const ResidualPlanes<T> drs{dresidual ? dresidual->data() : nullptr, g.residual_first, g.residual_channels,
@@ -118,7 +121,7 @@ void batch_norm_backward(Backend, const BatchNormGeometry& g, const Tensor<T, 4,
   // dy, or 0 where ReLU's output was not positive; on the run's own pointers (locals: through
   // a closure's references the loops do not vectorize).
   auto gradient = [](const T* __restrict yr, const T* __restrict dyr, std::int64_t k) {
-    return yr && !(as_double(yr[k]) > 0) ? 0.0 : as_double(dyr[k]);
+    return yr && !(A(yr[k]) > A(0)) ? A(0) : A(dyr[k]);
   };
 #pragma omp parallel for schedule(static) if (g.c > 1 && g.n * g.c * g.hw > 32768)
   for (std::int64_t c = 0; c < g.c; ++c) {
@@ -128,34 +131,34 @@ void batch_norm_backward(Backend, const BatchNormGeometry& g, const Tensor<T, 4,
       const T* __restrict xr = xs + at;
       const T* __restrict dyr = dys + at;
       const T* __restrict yr = ys ? ys + at : nullptr;
-      const double mu = mean, s = invstd;
-      double run_g = 0, run_g_xhat = 0;
+      const A mu = A(mean), s = A(invstd);
+      A run_g = 0, run_g_xhat = 0;
 #pragma omp simd reduction(+ : run_g, run_g_xhat)
       for (std::int64_t k = 0; k < hw; ++k) {
-        const double gk = gradient(yr, dyr, k);
+        const A gk = gradient(yr, dyr, k);
         run_g += gk;
-        run_g_xhat += gk * (as_double(xr[k]) - mu) * s;
+        run_g_xhat += gk * (A(xr[k]) - mu) * s;
       }
       sum_g += run_g;
       sum_g_xhat += run_g_xhat;
       if (T* __restrict dr = drs.covers(c) ? drs.plane(i, c) : nullptr) {
 #pragma omp simd
-        for (std::int64_t k = 0; k < hw; ++k) dr[k] = from_double<T>(gradient(yr, dyr, k));
+        for (std::int64_t k = 0; k < hw; ++k) dr[k] = T(gradient(yr, dyr, k));
       }
     });
     const double scale = as_double(w.data()[c]) * invstd;
     if (dxs) {
       // training: scale / M * (M g - sum_g - xhat sum_g_xhat) = scale g - b - xhat d; eval: scale g
-      const double a = scale, b = g.training ? scale / count * sum_g : 0.0,
-                   d = g.training ? scale / count * sum_g_xhat : 0.0;
+      const A a = A(scale), b = A(g.training ? scale / count * sum_g : 0.0),
+              d = A(g.training ? scale / count * sum_g_xhat : 0.0);
       for_each_run(g, c, [&](std::int64_t, std::int64_t at) {
         const T* __restrict xr = xs + at;
         const T* __restrict dyr = dys + at;
         const T* __restrict yr = ys ? ys + at : nullptr;
         T* __restrict dxr = dxs + at;
-        const double mu = mean, s = invstd;
+        const A mu = A(mean), s = A(invstd);
 #pragma omp simd
-        for (std::int64_t k = 0; k < hw; ++k) dxr[k] = from_double<T>(a * gradient(yr, dyr, k) - b - (as_double(xr[k]) - mu) * s * d);
+        for (std::int64_t k = 0; k < hw; ++k) dxr[k] = T(a * gradient(yr, dyr, k) - b - (A(xr[k]) - mu) * s * d);
       });
     }
     if (dw.defined()) dw.data()[c] = from_double<P>(sum_g_xhat);
