@@ -111,11 +111,12 @@ inline bool pool2d_backward(const PoolGeometry& g, bool max, const float* dy, co
     const Pd pd(d, user_scratchpad(), runtime().engine, forward, true);
     if (unusable(pd)) return false;
     Arguments args;
+    std::vector<std::shared_ptr<void>> keep;  // the workspace's and y's blocks, through both runs
     if (max) {
-      const memory workspace(forward.workspace_desc(), runtime().engine);
+      const memory workspace = cached_memory(forward.workspace_desc(), keep);
       Arguments again;
       again.input(DNNL_ARG_SRC, p->x, x, forward.src_desc());
-      again.pass(DNNL_ARG_DST, memory(forward.dst_desc(), runtime().engine));  // y again, unused
+      again.pass(DNNL_ARG_DST, cached_memory(forward.dst_desc(), keep));  // y again, unused
       again.pass(DNNL_ARG_WORKSPACE, workspace);
       again.run(::dnnl::pooling_forward(forward), forward);
       args.pass(DNNL_ARG_WORKSPACE, workspace);
