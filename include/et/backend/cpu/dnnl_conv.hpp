@@ -88,6 +88,10 @@ Pd first_usable(const ConvGeometry& g, const ConvProblem& c, Make&& make) {
     Pd pd = make(any_format(c.x), w, any_format(c.y));
     if (!unusable(pd)) return pd;
   }
+  if (!g.nhwc()) {  // few input channels: the input plain, the output blocked (oneDNN's first-layer kernels)
+    Pd pd = make(c.x, w, any_format(c.y));
+    if (!unusable(pd)) return pd;
+  }
   Pd pd = make(c.x, w, c.y);
   return unusable(pd) ? Pd() : pd;
 }
