@@ -8,7 +8,8 @@
 //   fcn-s data grad       [64, 26752] @ W4, W4 [26752, 2048] (the last layer's dx)
 //
 // Threads: et::set_num_threads(N) governs etensor, OpenBLAS's OpenMP build and Eigen alike.
-// Timing: wall clock around each product after one warm-up, median of --reps. Check: every
+// Timing: a second of products first (the process's first ones are slow), then wall clock
+// around each product after one warm-up, median of --reps. Check: every
 // variant's result against a double-precision dot product on 256 entries spread over c
 // (relative to the sum of |a||b| terms, 1e-5). Which OpenBLAS kernel runs is printed
 // (openblas_get_corename()).
@@ -139,6 +140,15 @@ int main(int argc, char** argv) {
 #else
     std::printf("CPU GEMM (float): etensor (no CBLAS configured: Eigen) beside Eigen; median of %d\n\n", reps);
 #endif
+    // The process's first products ran at a third of the speed for about 0.3 s (the 2-core
+    // machine: the libraries' first calls, the clock ramping up), whichever variant came
+    // first: a second of products before anything is timed.
+    {
+      const auto a = et::randn<float>(et::cpu, {1024, 1024}, 3);
+      auto c = et::empty<float>(et::cpu, {1024, 1024});
+      const auto start = std::chrono::steady_clock::now();
+      while (std::chrono::steady_clock::now() - start < std::chrono::seconds(1)) c = et::matmul(a, a);
+    }
     std::vector<Row> rows;
     bool ok = true;
     std::printf("%-18s %7s %-8s %10s %9s %9s  %s\n", "shape", "threads", "variant", "ms", "GFLOP/s", "error", "vs cblas");
