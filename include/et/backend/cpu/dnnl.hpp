@@ -18,7 +18,15 @@
 //  - A failed oneDNN call throws et::Error naming the operation and oneDNN's status. A
 //    problem oneDNN has no implementation for, or only its reference loops (hundreds of
 //    times slower than im2col), is declined instead: the caller's own kernels run it.
+//  - Not in CUDA files: nvcc 13 in C++20 stops with an internal error of its front end
+//    ("assertion failed ... find_allocated_name_reference") on <oneapi/dnnl/dnnl.hpp>
+//    itself, so there ET_DNNL_PRIMITIVES stays undefined and the CPU's convolutions and
+//    pooling take conv.hpp and pool.hpp (matrix products still take oneDNN's C API: gemm.hpp).
 #pragma once
+
+#if defined(ET_WITH_DNNL) && !defined(__CUDACC__)
+#define ET_DNNL_PRIMITIVES 1
+#endif
 
 #include <atomic>
 #include <cstdint>
@@ -27,7 +35,7 @@ namespace et::detail {
 
 /// Operations the CPU ran through oneDNN (a convolution pass or a pooling pass, each
 /// counted once, whatever reorders it took), so that tests can tell which path ran. They
-/// stay 0 in a build without oneDNN, and for double, which never goes there.
+/// stay 0 in a build without oneDNN, in CUDA files, and for double, which never goes there.
 struct DnnlCounters {
   std::atomic<std::int64_t> convolutions{0};  ///< forward, backward-data and backward-filter passes
   std::atomic<std::int64_t> poolings{0};      ///< max and average, forward and backward passes
@@ -40,7 +48,7 @@ inline DnnlCounters& dnnl_counters() {
 
 }  // namespace et::detail
 
-#if defined(ET_WITH_DNNL)
+#if defined(ET_DNNL_PRIMITIVES)
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -188,4 +196,4 @@ class Arguments {
 
 }  // namespace et::detail::cpu_backend::dnnl
 
-#endif  // ET_WITH_DNNL
+#endif  // ET_DNNL_PRIMITIVES

@@ -1,4 +1,4 @@
-// Convolution on the CPU through oneDNN (ET_WITH_DNNL; engine, errors and arguments:
+// Convolution on the CPU through oneDNN (ET_DNNL_PRIMITIVES: ET_WITH_DNNL outside nvcc; engine, errors and arguments:
 // dnnl.hpp), on packed float buffers in the geometry's layout, as backend/cpu/nn.hpp calls
 // it for float, half and bfloat16 (double, and what oneDNN declines, run conv.hpp).
 //
@@ -24,13 +24,14 @@
 // the image) and always exceeds -stride, as oneDNN requires.
 #pragma once
 
-#if defined(ET_WITH_DNNL)
+#include "et/backend/cpu/dnnl.hpp"  // ET_DNNL_PRIMITIVES
+
+#if defined(ET_DNNL_PRIMITIVES)
 
 #include <algorithm>
 #include <cstdint>
 #include <optional>
 
-#include "et/backend/cpu/dnnl.hpp"
 #include "et/backend/nn_shapes.hpp"
 
 namespace et::detail::cpu_backend::dnnl {
@@ -189,4 +190,4 @@ inline bool conv2d_backward_filter(const ConvGeometry& g, const float* x, const 
 
 }  // namespace et::detail::cpu_backend::dnnl
 
-#endif  // ET_WITH_DNNL
+#endif  // ET_DNNL_PRIMITIVES

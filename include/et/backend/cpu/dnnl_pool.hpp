@@ -1,4 +1,4 @@
-// Pooling on the CPU through oneDNN (ET_WITH_DNNL; engine, errors and arguments: dnnl.hpp),
+// Pooling on the CPU through oneDNN (ET_DNNL_PRIMITIVES: ET_WITH_DNNL outside nvcc; engine, errors and arguments: dnnl.hpp),
 // on packed float buffers in the geometry's layout, as backend/cpu/nn.hpp calls it for
 // float, half and bfloat16 (double, and what oneDNN declines, run pool.hpp's loops).
 //
@@ -20,13 +20,14 @@
 //    (dnnl_conv.hpp): (P - 1) * stride + kernel - H - left, more than -stride.
 #pragma once
 
-#if defined(ET_WITH_DNNL)
+#include "et/backend/cpu/dnnl.hpp"  // ET_DNNL_PRIMITIVES
+
+#if defined(ET_DNNL_PRIMITIVES)
 
 #include <cstdint>
 #include <limits>
 #include <optional>
 
-#include "et/backend/cpu/dnnl.hpp"
 #include "et/backend/nn_shapes.hpp"
 
 namespace et::detail::cpu_backend::dnnl {
@@ -131,4 +132,4 @@ inline bool pool2d_backward(const PoolGeometry& g, bool max, const float* dy, co
 
 }  // namespace et::detail::cpu_backend::dnnl
 
-#endif  // ET_WITH_DNNL
+#endif  // ET_DNNL_PRIMITIVES

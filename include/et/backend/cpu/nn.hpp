@@ -2,7 +2,7 @@
 // (backend/backend.hpp): each operation converts its operands to contiguous buffers of the
 // compute type (float, or double for double), runs the kernel on them and rounds the result
 // into the output tensor. The kernels: oneDNN's for float when etensor is built with it
-// (ET_WITH_DNNL: backend/cpu/dnnl_conv.hpp, dnnl_pool.hpp), which decline the few
+// (ET_WITH_DNNL, outside CUDA files: backend/cpu/dnnl_conv.hpp, dnnl_pool.hpp), which decline the few
 // problems they do not run as conv.hpp and pool.hpp would; those, double, and every
 // problem in a build without oneDNN run backend/cpu/conv.hpp and backend/cpu/pool.hpp.
 // Cpu tensors only: ops/nn.hpp refuses Pinned ones at compile time.
@@ -17,7 +17,7 @@
 #include "et/backend/cpu/conv.hpp"
 #include "et/backend/cpu/dnnl.hpp"
 #include "et/backend/cpu/pool.hpp"
-#if defined(ET_WITH_DNNL)
+#if defined(ET_DNNL_PRIMITIVES)
 #include "et/backend/cpu/dnnl_conv.hpp"
 #include "et/backend/cpu/dnnl_pool.hpp"
 #endif
@@ -98,7 +98,7 @@ void conv_forward(Backend, const ConvGeometry& g, bool /*allow_tf32*/, const Ten
   if (bias != nullptr) b_in.emplace(*bias);
   run_on_host(y, [&](auto x_data, auto w_data, auto y_data) {
     const auto b_data = b_in ? b_in->data() : nullptr;
-#if defined(ET_WITH_DNNL)
+#if defined(ET_DNNL_PRIMITIVES)
     if constexpr (std::is_same_v<nn_compute_t<T>, float>)
       if (dnnl::conv2d_forward(g, x_data, w_data, b_data, y_data)) return;
 #endif
@@ -110,7 +110,7 @@ template <class T>
 void conv_backward_data(Backend, const ConvGeometry& g, bool /*allow_tf32*/, const Tensor<T, 4, Cpu>& dy,
                         const Tensor<T, 4, Cpu>& w, const Tensor<T, 4, Cpu>& dx) {
   run_on_host(dx, [&](auto dy_data, auto w_data, auto dx_data) {
-#if defined(ET_WITH_DNNL)
+#if defined(ET_DNNL_PRIMITIVES)
     if constexpr (std::is_same_v<nn_compute_t<T>, float>)
       if (dnnl::conv2d_backward_data(g, dy_data, w_data, dx_data)) return;
 #endif
@@ -122,7 +122,7 @@ template <class T>
 void conv_backward_filter(Backend, const ConvGeometry& g, bool /*allow_tf32*/, const Tensor<T, 4, Cpu>& x,
                           const Tensor<T, 4, Cpu>& dy, const Tensor<T, 4, Cpu>& dw) {
   run_on_host(dw, [&](auto x_data, auto dy_data, auto dw_data) {
-#if defined(ET_WITH_DNNL)
+#if defined(ET_DNNL_PRIMITIVES)
     if constexpr (std::is_same_v<nn_compute_t<T>, float>)
       if (dnnl::conv2d_backward_filter(g, x_data, dy_data, dw_data)) return;
 #endif
@@ -133,7 +133,7 @@ void conv_backward_filter(Backend, const ConvGeometry& g, bool /*allow_tf32*/, c
 template <class T>
 void pool_forward(Backend, const PoolGeometry& g, bool max, const Tensor<T, 4, Cpu>& x, const Tensor<T, 4, Cpu>& y) {
   run_on_host(y, [&](auto x_data, auto y_data) {
-#if defined(ET_WITH_DNNL)
+#if defined(ET_DNNL_PRIMITIVES)
     if constexpr (std::is_same_v<nn_compute_t<T>, float>)
       if (dnnl::pool2d_forward(g, max, x_data, y_data)) return;
 #endif
@@ -148,7 +148,7 @@ template <class T>
 void max_pool_backward(Backend, const PoolGeometry& g, const Tensor<T, 4, Cpu>& dy, const Tensor<T, 4, Cpu>& x,
                        const Tensor<T, 4, Cpu>& /*y*/, const Tensor<T, 4, Cpu>& dx) {
   run_on_host(dx, [&](auto dy_data, auto x_data, auto dx_data) {
-#if defined(ET_WITH_DNNL)
+#if defined(ET_DNNL_PRIMITIVES)
     if constexpr (std::is_same_v<nn_compute_t<T>, float>)
       if (dnnl::pool2d_backward(g, true, dy_data, x_data, dx_data)) return;
 #endif
@@ -159,7 +159,7 @@ void max_pool_backward(Backend, const PoolGeometry& g, const Tensor<T, 4, Cpu>& 
 template <class T>
 void avg_pool_backward(Backend, const PoolGeometry& g, const Tensor<T, 4, Cpu>& dy, const Tensor<T, 4, Cpu>& dx) {
   run_on_host(dx, [&](auto dy_data, auto dx_data) {
-#if defined(ET_WITH_DNNL)
+#if defined(ET_DNNL_PRIMITIVES)
     if constexpr (std::is_same_v<nn_compute_t<T>, float>)
       if (dnnl::pool2d_backward(g, false, dy_data, nullptr, dx_data)) return;
 #endif
