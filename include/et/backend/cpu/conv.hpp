@@ -35,6 +35,7 @@
 
 #include "et/backend/cpu/gemm.hpp"
 #include "et/backend/nn_shapes.hpp"
+#include "et/runtime/threads.hpp"
 
 namespace et::detail::cpu_backend::nn {
 
@@ -45,14 +46,6 @@ template <class Acc>
 using RowMajorView = Eigen::Map<RowMatrix<Acc>, Eigen::Unaligned, Eigen::OuterStride<>>;
 template <class Acc>
 using ConstRowMajorView = Eigen::Map<const RowMatrix<Acc>, Eigen::Unaligned, Eigen::OuterStride<>>;
-
-inline int thread_count() {
-#if defined(_OPENMP)
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
 
 /// Inside a parallel region: this thread's index in its team, and the team's size.
 inline int thread_index() {
@@ -77,11 +70,11 @@ inline int team_size() {
 inline bool worth_threads(const ConvGeometry& g) {
   const double madds = double(g.n) * double(g.k) * double(g.c_per_group()) * double(g.r) * double(g.s) *
                        double(g.p) * double(g.q);
-  return thread_count() > 1 && madds >= threaded_madds;
+  return get_num_threads() > 1 && madds >= threaded_madds;
 }
 
 /// Whole images per thread when there are enough of them; else Eigen's threads per GEMM.
-inline bool across_batch(const ConvGeometry& g) { return g.n > 1 && g.n >= thread_count() && worth_threads(g); }
+inline bool across_batch(const ConvGeometry& g) { return g.n > 1 && g.n >= get_num_threads() && worth_threads(g); }
 
 /// A 1x1 kernel with stride 1 and no padding: the input is its own im2col matrix.
 inline bool needs_no_unrolling(const ConvGeometry& g) {
