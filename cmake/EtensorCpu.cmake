@@ -9,8 +9,10 @@
 #     cache variable ET_CPU_BLAS: auto (OpenBLAS's OpenMP build, else BLIS, else Eigen's
 #     GEMM), OpenBLAS, BLIS or Eigen. OpenBLAS: ET_WITH_CBLAS=1 ET_CBLAS_OPENBLAS=1 and
 #     libopenblas from its openmp folder (the OpenMP build shares etensor's threads; the
-#     pthreads build would start a pool of its own beside them). BLIS: ET_WITH_CBLAS=1
-#     ET_CBLAS_BLIS=1 and libblis. Eigen: ET_NO_CBLAS=1 (intended; no warning).
+#     pthreads build would start a pool of its own beside them). BLIS (its OpenMP build, for
+#     the same reason): ET_WITH_CBLAS=1 ET_CBLAS_BLIS=1 and libblis. Eigen: ET_NO_CBLAS=1
+#     (intended; no warning). Where oneDNN is also found, float products take its sgemm and
+#     the CBLAS serves double (backend/cpu/gemm.hpp).
 #   - oneDNN for float convolution and pooling (backend/cpu/dnnl_*.hpp), unless ET_WITH_ONEDNN
 #     is OFF: ET_WITH_DNNL=1 and libdnnl; else ET_NO_DNNL=1 (im2col and loops).
 # and sets ETENSOR_CPU_BLAS (OpenBLAS, BLIS or Eigen) and ETENSOR_DNNL_LIBRARY (empty when
@@ -38,12 +40,16 @@ function(etensor_add_cpu_libraries target)
     endif()
   endif()
   if(blas STREQUAL "auto" OR blas STREQUAL "BLIS")
-    find_library(ETENSOR_BLIS_LIBRARY blis)
-    find_path(ETENSOR_BLIS_INCLUDE_DIR cblas.h PATH_SUFFIXES blis NO_DEFAULT_PATH HINTS /usr/include)
+    # Debian's OpenMP build first (libblis-openmp-dev), as for OpenBLAS.
+    find_library(ETENSOR_BLIS_LIBRARY blis
+                 HINTS /usr/lib/x86_64-linux-gnu/blis-openmp /usr/lib/aarch64-linux-gnu/blis-openmp)
+    find_path(ETENSOR_BLIS_INCLUDE_DIR blis.h
+              HINTS /usr/include/x86_64-linux-gnu/blis-openmp /usr/include/aarch64-linux-gnu/blis-openmp
+              PATH_SUFFIXES blis)
     if(ETENSOR_BLIS_LIBRARY AND ETENSOR_BLIS_INCLUDE_DIR)
       set(blas BLIS)
     elseif(blas STREQUAL "BLIS")
-      message(FATAL_ERROR "etensor: ET_CPU_BLAS=BLIS but BLIS was not found (Debian: libblis-dev)")
+      message(FATAL_ERROR "etensor: ET_CPU_BLAS=BLIS but BLIS was not found (Debian: libblis-openmp-dev)")
     endif()
   endif()
   if(blas STREQUAL "OpenBLAS")
