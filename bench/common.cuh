@@ -5,6 +5,8 @@
 
 #include <et/et.hpp>
 
+#include "host_timing.hpp"  // median, wall_median_us, thread_counts
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -68,13 +70,6 @@ double steady_median_us(Launch launch, double warmup_s, int reps, int iters = 1)
     ET_CUDA_CHECK(cudaDeviceSynchronize());
   } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < warmup_s);
   return timed_median_us(launch, reps, iters);
-}
-
-/// The median of `times` (not empty).
-inline double median(std::vector<double> times) {
-  std::sort(times.begin(), times.end());
-  const std::size_t k = times.size();
-  return k % 2 ? times[k / 2] : 0.5 * (times[k / 2 - 1] + times[k / 2]);
 }
 
 /// Median microseconds of work() between an event pair, setup() queued before each start

@@ -18,6 +18,8 @@
 
 #include <Eigen/Core>
 
+#include "host_timing.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -78,18 +80,6 @@ void eigen_parallel(const float* x, const float* y, const float* w, float* z, st
   }
 }
 
-double median_us(const std::function<void()>& run, int reps) {
-  for (int i = 0; i < 2; ++i) run();
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  return reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
-}
-
 struct Result {
   std::string name;
   double us = 0, max_error = 0;
@@ -138,7 +128,7 @@ int main(int argc, char** argv) {
     auto measure = [&](const char* name, const std::function<void()>& run) {
       std::fill(z.data(), z.data() + n, NAN);  // an element a variant skips fails its check
       Result r{name};
-      r.us = median_us(run, reps);
+      r.us = bench::wall_median_us(run, 2, reps);
       check(r, x.data(), y.data(), w.data(), z.data(), n);
       results.push_back(r);
     };

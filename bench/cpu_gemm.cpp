@@ -17,6 +17,8 @@
 // Usage: et_bench_cpu_gemm [--json PATH] [--reps N] [--threads 1,2]   (exit 1 if a check fails)
 #include <et/et.hpp>
 
+#include "host_timing.hpp"
+
 #include <Eigen/Core>
 
 #include <algorithm>
@@ -28,7 +30,6 @@
 #include <exception>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -60,18 +61,6 @@ struct Row {
   double us = 0, gflops = 0, error = 0;
   bool ok = true;
 };
-
-double median_us(const std::function<void()>& run, int reps) {
-  run();
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  return reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
-}
 
 /// Operand storage: a is [m, k] (or its transpose stored [k, m]), b is [k, n] (or [n, k]).
 struct Operands {
@@ -123,9 +112,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--threads" && i + 1 < argc) {
-      threads.clear();
-      std::stringstream list(argv[++i]);
-      for (std::string item; std::getline(list, item, ',');) threads.push_back(std::max(1, std::atoi(item.c_str())));
+      threads = bench::thread_counts(argv[++i]);
+      for (int& t : threads) t = std::max(1, t);
     } else {
       std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--threads 1,2]\n", argv[0]);
       return 2;
@@ -183,7 +171,7 @@ int main(int argc, char** argv) {
         for (auto& [name, run] : variants) {
           std::fill(c.data(), c.data() + c.numel(), NAN);
           Row r{s.name, name, t};
-          r.us = median_us(run, reps);
+          r.us = bench::wall_median_us(run, 1, reps);
           r.gflops = flops / r.us / 1e3;
           r.error = max_error(o, c.data());
           r.ok = r.error <= 1e-5;

@@ -44,7 +44,6 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -245,9 +244,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--cpu-reps" && i + 1 < argc) {
       cpu_reps = std::atoi(argv[++i]);
     } else if (arg == "--threads" && i + 1 < argc) {
-      threads.clear();
-      std::stringstream list(argv[++i]);
-      for (std::string item; std::getline(list, item, ',');) threads.push_back(std::atoi(item.c_str()));
+      threads = bench::thread_counts(argv[++i]);
     } else {
       std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--cpu-reps N] [--threads 1,2,4,8,16]\n", argv[0]);
       return 2;

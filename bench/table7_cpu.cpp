@@ -18,6 +18,7 @@
 // Usage: et_bench_table7_cpu [--json PATH] [--reps N] [--threads 1,2,4,8,16] [--only NAME,NAME]
 #include "../examples/fcn_s.hpp"
 #include "../examples/table7_imagenet.hpp"
+#include "host_timing.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -27,7 +28,6 @@
 #include <exception>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -54,11 +54,6 @@ et::Tensor<std::int64_t, 1, Cpu> random_labels(std::int64_t count, std::int64_t 
       et::minimum(et::rand<float>(et::cpu, {count}, seed) * float(classes), float(classes - 1))));
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 /// Times the training step of a fresh `make()` on (x, labels) at `threads` threads.
 template <class Make, class X>
 Row measure(const std::string& name, const std::string& size, Make make, const X& x,
@@ -83,7 +78,7 @@ Row measure(const std::string& name, const std::string& size, Make make, const X
     times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
     r.ok = r.ok && std::isfinite(loss);
   }
-  r.us = median(times);
+  r.us = bench::median(times);
   r.ok = r.ok && std::isfinite(r.first_loss);
   std::printf("%-10s %-10s %2d thread%s %10.1f ms   first loss %.5f%s\n", name.c_str(), size.c_str(), threads,
               threads == 1 ? " " : "s", r.us / 1e3, r.first_loss, r.ok ? "" : "   CHECK FAILED (a loss is not finite)");
@@ -140,9 +135,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else if (arg == "--threads" && i + 1 < argc) {
-      threads.clear();
-      std::stringstream list(argv[++i]);
-      for (std::string item; std::getline(list, item, ',');) threads.push_back(std::max(1, std::atoi(item.c_str())));
+      threads = bench::thread_counts(argv[++i]);
+      for (int& t : threads) t = std::max(1, t);
     } else {
       std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--threads 1,2,4,8,16] [--only "
                    "fcn-s,fcn-r,alexnet-r,resnet-56,alexnet-s,resnet-50,lstm]\n", argv[0]);

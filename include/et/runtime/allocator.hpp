@@ -48,8 +48,6 @@ struct MemoryStats {
 
 namespace detail {
 
-inline constexpr std::size_t host_alignment = 64;
-
 /// The counters of one device; index 0 is the CPU, index 1 + i is cuda:i.
 struct DeviceCounters {
   std::atomic<std::size_t> allocated{0}, peak{0}, live{0}, total{0};
@@ -107,7 +105,7 @@ inline std::shared_ptr<void> allocate_host(std::size_t bytes) {
   check_injected_fault(bytes, [] { return "cpu"; });
   const bool cached = is_cached_host_size(bytes);
   const std::size_t size = cached ? cached_host_size(bytes) : bytes;
-  const std::size_t alignment = cached ? host_block_alignment(size) : host_alignment;
+  const std::size_t alignment = host_block_alignment(size);
   void* ptr = cached ? take_cached_host_block(size) : nullptr;
   if (!ptr) {
     ptr = ::operator new(size, std::align_val_t{alignment}, std::nothrow);

@@ -32,6 +32,9 @@ inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
 /// faulted in every step).
 inline constexpr std::size_t cached_host_bytes = std::size_t{256} << 10;
 
+/// The alignment of every host block below 4 MiB.
+inline constexpr std::size_t host_alignment = 64;
+
 inline bool is_cached_host_size(std::size_t bytes) { return bytes >= cached_host_bytes; }
 inline bool is_huge_host_size(std::size_t bytes) { return bytes >= 2 * huge_page_bytes; }
 
@@ -56,7 +59,9 @@ inline HostCache& host_cache() {
 }
 
 /// The alignment of a host block of `size` bytes: huge pages from 4 MiB on, else 64 bytes.
-inline std::size_t host_block_alignment(std::size_t size) { return is_huge_host_size(size) ? huge_page_bytes : 64; }
+inline std::size_t host_block_alignment(std::size_t size) {
+  return is_huge_host_size(size) ? huge_page_bytes : host_alignment;
+}
 
 inline void free_cached_host_block(std::size_t size, void* p) {
   ::operator delete(p, std::align_val_t{host_block_alignment(size)});

@@ -12,8 +12,10 @@
 //  - nchw activations are reordered into the primitive's format (nChw16c) and back. The
 //    reorders cost about 40% of a pass, but buy oneDNN's JIT kernels, 2-5x faster than the
 //    GEMM path it takes on plain nchw (C=K=16 at 32 pixels: 7/6/6 ms for forward, backward
-//    data and backward filter against 17/28/30). Below 8 input channels blocking pads them
-//    to 16 and loses (C=3->64 5x5: 29/61/25 ms against 18/22/28), so plain nchw is kept.
+//    data and backward filter against 17/28/30). Below 8 input channels blocking the input
+//    pads it to 16 and loses (C=3->64 5x5: 29/61/25 ms against 18/22/28): the input stays
+//    plain nchw and only the output is blocked, which oneDNN's first-layer kernels take
+//    (AlexNet-R's step 0.92 -> 0.70 s against all-plain, which got its GEMM-based kernel).
 //  - Preferred formats that get only the reference loops are retried plain; when those do
 //    too, or oneDNN has no implementation, the call is declined.
 // Against conv.hpp's im2col + Eigen, a forward pass plus both gradients of these shapes
@@ -109,6 +111,18 @@ inline ::dnnl::convolution_forward::primitive_desc forward_pd(const ConvProblem&
   return {d, user_scratchpad(), runtime().engine, true};
 }
 
+/// A backward pass's primitive descriptor (Pd of the operation descriptor Desc:
+/// convolution_backward_data or _weights) for these formats, the forward one as its hint;
+/// empty when oneDNN has none. x, w, y: the input's, weight's and output's (or their
+/// gradients') descriptors.
+template <class Pd, class Desc>
+Pd backward_pd(const ConvProblem& c, const memory::desc& x, const memory::desc& w, const memory::desc& y) {
+  const auto hint = forward_pd(c, x, w, y, false);
+  if (!hint) return Pd();
+  const Desc d(::dnnl::algorithm::convolution_direct, x, w, y, c.stride, c.dilation, c.padding_l, c.padding_r);
+  return Pd(d, user_scratchpad(), runtime().engine, hint, true);
+}
+
 /// y = conv2d(x, w) (+ bias, when not null), as nn::conv2d_forward computes it. False,
 /// with nothing written, when oneDNN declines the geometry.
 inline bool conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y) {
@@ -141,11 +155,7 @@ inline bool conv2d_backward_data(const ConvGeometry& g, const float* dy, const f
     if (!c) return false;
     if (g.n == 0) return true;
     const Pd pd = first_usable<Pd>(g, *c, [&](const memory::desc& xd, const memory::desc& wd, const memory::desc& yd) {
-      const auto hint = forward_pd(*c, xd, wd, yd, false);
-      if (!hint) return Pd();
-      const ::dnnl::convolution_backward_data::desc d(::dnnl::algorithm::convolution_direct, xd, wd, yd, c->stride,
-                                                      c->dilation, c->padding_l, c->padding_r);
-      return Pd(d, user_scratchpad(), runtime().engine, hint, true);
+      return backward_pd<Pd, ::dnnl::convolution_backward_data::desc>(*c, xd, wd, yd);
     });
     if (!pd) return false;
     Arguments args;
@@ -171,11 +181,7 @@ inline bool conv2d_backward_filter(const ConvGeometry& g, const float* x, const 
       return true;
     }
     const Pd pd = first_usable<Pd>(g, *c, [&](const memory::desc& xd, const memory::desc& wd, const memory::desc& yd) {
-      const auto hint = forward_pd(*c, xd, wd, yd, false);
-      if (!hint) return Pd();
-      const ::dnnl::convolution_backward_weights::desc d(::dnnl::algorithm::convolution_direct, xd, wd, yd,
-                                                         c->stride, c->dilation, c->padding_l, c->padding_r);
-      return Pd(d, user_scratchpad(), runtime().engine, hint, true);
+      return backward_pd<Pd, ::dnnl::convolution_backward_weights::desc>(*c, xd, wd, yd);
     });
     if (!pd) return false;
     Arguments args;

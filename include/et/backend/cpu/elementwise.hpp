@@ -45,33 +45,32 @@ template <int R, class Index, class F>
 void for_each_coordinate(Index n, const Coord<R, Index>& extents, const F& f) {
   if (n == 0) return;  // an extent of 0: unravel would divide by it
   if constexpr (R == 0) {
-    f(Index{0}, Coord<R, Index>{});
-    return;
+    f(Index{0}, Coord<R, Index>{});  // a scalar: one element, no axis to walk
   } else {
 #pragma omp parallel if (n >= parallel_threshold)
-  {
-    Index threads = 1, thread = 0;
+    {
+      Index threads = 1, thread = 0;
 #if defined(_OPENMP)
-    threads = static_cast<Index>(omp_get_num_threads());
-    thread = static_cast<Index>(omp_get_thread_num());
+      threads = static_cast<Index>(omp_get_num_threads());
+      thread = static_cast<Index>(omp_get_thread_num());
 #endif
-    const Index chunk = (n + threads - 1) / threads;
-    const Index begin = std::min<Index>(n, chunk * thread);
-    const Index end = std::min<Index>(n, begin + chunk);
-    // Along the last axis in an inner loop of its own (the compiler keeps the other
-    // coordinates' offsets out of it), the odometer stepped once a row.
-    Coord<R, Index> c = unravel<R, Index>(begin, extents);
-    const Index last = extents.c[R - 1];
-    for (Index i = begin; i < end;) {
-      const Index row_end = std::min<Index>(end, i + (last - c.c[R - 1]));
-      for (; i < row_end; ++i, ++c.c[R - 1]) f(i, c);
-      c.c[R - 1] = 0;
-      for (int d = R - 2; d >= 0; --d) {
-        if (++c.c[d] < extents.c[d]) break;
-        c.c[d] = 0;
+      const Index chunk = (n + threads - 1) / threads;
+      const Index begin = std::min<Index>(n, chunk * thread);
+      const Index end = std::min<Index>(n, begin + chunk);
+      // Along the last axis in an inner loop of its own (the compiler keeps the other
+      // coordinates' offsets out of it), the odometer stepped once a row.
+      Coord<R, Index> c = unravel<R, Index>(begin, extents);
+      const Index last = extents.c[R - 1];
+      for (Index i = begin; i < end;) {
+        const Index row_end = std::min<Index>(end, i + (last - c.c[R - 1]));
+        for (; i < row_end; ++i, ++c.c[R - 1]) f(i, c);
+        c.c[R - 1] = 0;
+        for (int d = R - 2; d >= 0; --d) {
+          if (++c.c[d] < extents.c[d]) break;
+          c.c[d] = 0;
+        }
       }
     }
-  }
   }
 }
 
