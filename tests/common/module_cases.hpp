@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -308,6 +309,45 @@ void check_module_training() {
   const float accuracy = et::mean(et::cast<float>(et::argmax(model(x), 1) == labels)).item();
   CHECK(accuracy > 0.95f);
   CHECK(cpu_model.template get<0>().weight.to_vector() != model.template get<0>().weight.to_vector());  // the copy trained
+}
+
+/// A batch of no rows whose input and parameters require grad (the third bad-input probe):
+/// conv2d, max_pool2d, AdaptiveAvgPool2d and the LSTM record as Linear does, and backward()
+/// gives the parameters zero gradients and the input an empty one, as PyTorch does.
+template <class D>
+void check_empty_batch_gradients() {
+  const auto zeros_of = [](const auto& t) { return std::vector<float>(std::size_t(t.numel()), 0.0f); };
+  et::nn::Conv2d<float, D> conv(D{}, 3, 4, 3, {.padding = {1, 1}}, 1);
+  et::Tensor<float, 4, D> image = et::randn<float>(D{}, {0, 3, 6, 6}, 2);
+  image.requires_grad_(true);
+  const auto y = conv(image);
+  REQUIRE(y.requires_grad());
+  et::sum(et::max_pool2d(y, {.kernel = {2, 2}}) * 2.0f).backward();
+  REQUIRE(conv.weight.grad().defined());
+  CHECK(conv.weight.grad().to_vector() == zeros_of(conv.weight));
+  CHECK(conv.bias.grad().to_vector() == zeros_of(conv.bias));
+  CHECK(image.grad().shape() == image.shape());
+
+  et::Tensor<float, 4, D> planes = et::randn<float>(D{}, {0, 2, 4, 4}, 3);
+  planes.requires_grad_(true);
+  for (const std::array<std::int64_t, 2> size : {std::array<std::int64_t, 2>{1, 1}, {3, 3}}) {
+    const auto pooled = et::nn::AdaptiveAvgPool2d(size)(planes);
+    REQUIRE(pooled.requires_grad());
+    et::sum(pooled).backward();
+    CHECK(planes.grad().shape() == planes.shape());
+  }
+
+  et::nn::LSTM<float, D> lstm(D{}, 3, 5, {.num_layers = 2}, 4);
+  et::Tensor<float, 3, D> sequence = et::randn<float>(D{}, {4, 0, 3}, 5);
+  sequence.requires_grad_(true);
+  const auto [out, h, c] = lstm(sequence);
+  REQUIRE(out.requires_grad());
+  (et::sum(out) + et::sum(c)).backward();
+  for (const auto& p : lstm.parameters()) {
+    REQUIRE(p.grad().defined());
+    CHECK(p.grad().to_vector() == zeros_of(p));
+  }
+  CHECK(sequence.grad().shape() == sequence.shape());
 }
 
 }  // namespace test

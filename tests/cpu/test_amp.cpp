@@ -1,5 +1,6 @@
-// Mixed precision on the CPU (the cases are shared with the GPU tests: amp_cases.hpp).
+// Mixed precision on the CPU (the cases are shared with the GPU tests: amp_cases.hpp, autocast_cases.hpp).
 #include "../common/amp_cases.hpp"
+#include "../common/autocast_cases.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -19,6 +20,14 @@ TEMPLATE_TEST_CASE("Autocast: types, values, the cast cache and the permission (
 TEMPLATE_TEST_CASE("Autocast: a network's float gradients within 16-bit precision of float training (CPU)", "[amp]",
                    et::bfloat16, et::half) {
   test::check_autocast_gradients<et::Cpu, TestType>();
+}
+TEMPLATE_TEST_CASE("Autocast: float inputs of float modules computed in 16 bits, as PyTorch's autocast (CPU)", "[amp]",
+                   et::bfloat16, et::half) {
+  test::check_autocast_float_inputs<et::Cpu, TestType>();
+}
+TEMPLATE_TEST_CASE("Autocast: the cast cache across weights that reuse a freed block (CPU)", "[amp]", et::bfloat16,
+                   et::half) {
+  test::check_autocast_cache_reuse<et::Cpu, TestType>();
 }
 TEMPLATE_TEST_CASE("Autocast: the LSTM in 16 bits against the float LSTM (CPU)", "[amp][lstm]", et::bfloat16, et::half) {
   test::check_autocast_lstm<et::Cpu, TestType>();

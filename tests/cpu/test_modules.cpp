@@ -21,6 +21,10 @@ TEST_CASE("modules: Linear against a double-precision reference (CPU)", "[nn][mo
 TEST_CASE("modules: members, parameters, to, train/eval, Sequential (CPU)", "[nn][modules]") {
   test::check_module_semantics<et::Cpu>();
 }
+TEST_CASE("modules: an empty batch gives zero gradients to conv, pooling and LSTM parameters (CPU)",
+          "[nn][modules]") {
+  test::check_empty_batch_gradients<et::Cpu>();
+}
 TEST_CASE("modules: Dropout (CPU)", "[nn][modules]") { test::check_dropout<et::Cpu>(); }
 TEST_CASE("modules: Embedding (CPU)", "[nn][modules]") { test::check_embedding<et::Cpu>(); }
 TEST_CASE("modules: AdaptiveAvgPool2d (CPU)", "[nn][modules]") { test::check_adaptive_avg_pool<et::Cpu>(); }

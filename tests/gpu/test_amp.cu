@@ -1,8 +1,9 @@
-// Mixed precision on the GPU: the cases of tests/common/amp_cases.hpp on CUDA; a scaled
+// Mixed precision on the GPU: the cases of tests/common/amp_cases.hpp and autocast_cases.hpp on CUDA; a scaled
 // float16 training step captured once and replayed equals the same steps run eagerly, an
 // overflow among them; and nothing in a scaled step waits for the host (CUPTI's callbacks
 // see no *Synchronize* and no *Memcpy* call).
 #include "../common/amp_cases.hpp"
+#include "../common/autocast_cases.hpp"
 #include "cupti_counter.hpp"
 
 #include <et/et.hpp>
@@ -32,6 +33,14 @@ TEMPLATE_TEST_CASE("GPU: Autocast: types, values, the cast cache and the permiss
 TEMPLATE_TEST_CASE("GPU: Autocast: a network's float gradients within 16-bit precision of float training", "[amp]",
                    et::bfloat16, et::half) {
   test::check_autocast_gradients<Gpu, TestType>();
+}
+TEMPLATE_TEST_CASE("GPU: Autocast: float inputs of float modules computed in 16 bits, as PyTorch's autocast", "[amp]",
+                   et::bfloat16, et::half) {
+  test::check_autocast_float_inputs<Gpu, TestType>();
+}
+TEMPLATE_TEST_CASE("GPU: Autocast: the cast cache across weights that reuse a freed block", "[amp]", et::bfloat16,
+                   et::half) {
+  test::check_autocast_cache_reuse<Gpu, TestType>();
 }
 TEMPLATE_TEST_CASE("GPU: Autocast: the LSTM in 16 bits against the float LSTM", "[amp][lstm]", et::bfloat16, et::half) {
   test::check_autocast_lstm<Gpu, TestType>();

@@ -27,6 +27,10 @@ TEST_CASE("GPU: modules: Linear against a double-precision reference", "[nn][mod
 TEST_CASE("GPU: modules: members, parameters, to, train/eval, Sequential", "[nn][modules]") {
   test::check_module_semantics<Gpu>();
 }
+TEST_CASE("GPU: modules: an empty batch gives zero gradients to conv, pooling and LSTM parameters",
+          "[nn][modules]") {
+  test::check_empty_batch_gradients<Gpu>();
+}
 TEST_CASE("GPU: modules: Dropout drops the CPU's elements", "[nn][modules]") { test::check_dropout<Gpu>(); }
 TEST_CASE("GPU: modules: Embedding (the CPU's initial values)", "[nn][modules]") { test::check_embedding<Gpu>(); }
 TEST_CASE("GPU: modules: LSTM against a double-precision reference", "[nn][lstm]") {

@@ -20,24 +20,34 @@
 //                                          and logsumexp rows (float or double inside, the
 //                                          result rounded once), reductions (float inside),
 //                                          the optimizers (float master weights)
-// so a float tensor stays float under the guard, and the one cast of the input into L is
-// the user's, as explicit as a device crossing. What the guard adds at run time:
+// so a 16-bit activation stays 16-bit through a network. Float activations are cast as
+// PyTorch's autocast casts them: a float Linear, Conv2d or LSTM given float activations
+// under the guard casts them to L, computes in L (its weights' cached copies) and returns its
+// L result as float (one cast each way, per call), and et::matmul of float operands built
+// under the guard computes with its inputs rounded to L (the guard sets the math mode to
+// MathMode::bf16 or f16, backend/math_mode.hpp; a MathModeGuard inside it overrides that).
+// The fast path is one explicit cast of the input, model(et::eval(et::cast<L>(x))): every
+// layer after it receives L activations. What the guard adds at run time:
 //  - permission: a float module given an L activation outside a guard of L throws et::Error
 //    (as PyTorch refuses a bfloat16 input to a float layer outside autocast);
 //  - the cast cache: a weight's copy in L is made once per guard scope (the outermost) and
 //    per version of the weight, so a weight read by several calls is cast once per step;
 //    the copy records for autograd, so the float weight's gradient is the sum of what
 //    reaches the copy. The cache is emptied when the outermost guard closes, as PyTorch's.
-// Autocast<L>(false) turns mixing off for a nested scope. Guards are per thread.
+// Autocast<L>(false) turns mixing off for a nested scope (and restores the math mode of
+// before the outermost guard). Guards are per thread.
 #pragma once
 
+#include <algorithm>
 #include <any>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "et/autograd/graph.hpp"
+#include "et/backend/math_mode.hpp"
 #include "et/half.hpp"
 #include "et/runtime/error.hpp"
 #include "et/runtime/memory.hpp"
@@ -58,10 +68,13 @@ inline const char* low_name(Low low) {
   return low == Low::bfloat16 ? "et::bfloat16" : low == Low::float16 ? "et::half" : "none";
 }
 
-/// One cast copy: the float tensor it was made from (storage, data, layout, version, and
-/// whether the cast records for autograd), and the copy.
+/// One cast copy: the float tensor it was made from (its storage, watched without keeping
+/// it alive; data, layout, version, and whether the cast records for autograd), and the copy.
+/// The storage is compared by ownership, not address: a weight freed inside the scope may
+/// hand its block (and the address of its storage) to the next weight, whose version counter
+/// starts where the old one's did, and only the expired owner tells the two apart.
 struct CastEntry {
-  const void* storage;
+  std::weak_ptr<void> storage;
   const void* data;
   std::vector<std::int64_t> layout;  ///< shape, then strides
   std::uint64_t version;
@@ -72,6 +85,7 @@ struct CastEntry {
 struct AutocastState {
   Low low = Low::none;
   int depth = 0;  ///< guards open on this thread
+  MathMode outside = MathMode::exact;  ///< the math mode when the outermost guard opened
   std::vector<CastEntry> cache;
   std::uint64_t casts = 0;  ///< copies made, ever (tests read it)
 };
@@ -113,14 +127,17 @@ class Autocast {
                 "et: et::amp::Autocast<L> computes in et::bfloat16 or et::half; L is neither");
 
  public:
-  explicit Autocast(bool enabled = true) : previous_(detail::state().low) {
+  explicit Autocast(bool enabled = true) : previous_(detail::state().low), previous_mode_(math_mode()) {
     detail::AutocastState& s = detail::state();
+    if (s.depth++ == 0) s.outside = previous_mode_;
     s.low = enabled ? detail::low_of<L> : detail::Low::none;
-    ++s.depth;
+    et::detail::thread_math_mode() =
+        enabled ? (std::is_same_v<L, bfloat16> ? MathMode::bf16 : MathMode::f16) : s.outside;
   }
   ~Autocast() {
     detail::AutocastState& s = detail::state();
     s.low = previous_;
+    et::detail::thread_math_mode() = previous_mode_;
     if (--s.depth == 0) s.cache.clear();
   }
   Autocast(const Autocast&) = delete;
@@ -128,6 +145,7 @@ class Autocast {
 
  private:
   detail::Low previous_;
+  MathMode previous_mode_;
 };
 
 /// True while a guard of the calling thread allows mixing with L (L = bfloat16 or half).
@@ -151,8 +169,10 @@ Tensor<L, R, D> low_copy(const Tensor<float, R, D>& weight, const char* module) 
   const std::uint64_t version = counter ? counter->value.load(std::memory_order_relaxed) : 0;
   const bool recorded = et::detail::records(weight);
   const std::vector<std::int64_t> layout = detail::layout_key(weight);
+  // Copies of weights that no longer exist go first: nothing can ask for them again.
+  std::erase_if(s.cache, [](const detail::CastEntry& entry) { return entry.storage.expired(); });
   for (auto entry = s.cache.begin(); entry != s.cache.end(); ++entry) {
-    if (entry->storage != weight.storage().get() || entry->data != weight.data() || entry->layout != layout ||
+    if (entry->storage.lock() != weight.storage() || entry->data != weight.data() || entry->layout != layout ||
         entry->recorded != recorded)
       continue;
     if (entry->version == version) return std::any_cast<Tensor<L, R, D>>(entry->copy);
@@ -161,7 +181,7 @@ Tensor<L, R, D> low_copy(const Tensor<float, R, D>& weight, const char* module) 
   }
   Tensor<L, R, D> copy = cast<L>(weight);
   ++s.casts;
-  s.cache.push_back({weight.storage().get(), weight.data(), layout, version, recorded, copy});
+  s.cache.push_back({weight.storage(), weight.data(), layout, version, recorded, copy});
   return copy;
 }
 

@@ -180,8 +180,9 @@ class GradScaler {
   void unscale_checked(Opt& opt) {
     if (!options_.enabled) return;
     Slot& slot = slot_of(&opt);
-    if (slot.unscaled) throw Error("et: GradScaler::unscale_() was already called on this optimizer since the last update()");
+    // step() unscales too: after it, the step is what went wrong.
     if (slot.stepped) throw Error("et: GradScaler::unscale_() after step(): unscale before stepping");
+    if (slot.unscaled) throw Error("et: GradScaler::unscale_() was already called on this optimizer since the last update()");
     using T = typename Opt::value_type;
     const auto& params = opt.parameters();
     std::vector<Tensor<T, 1, D>> grads(params.size());

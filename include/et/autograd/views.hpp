@@ -70,7 +70,12 @@ class CopySlices final : public GradSink<T, R, D> {
   std::string name() const override { return "a write into a view"; }
   void apply(bool) override {
     const Tensor<T, R, D> g = this->take();
-    if (!g.defined() || g.numel() == 0) return;
+    if (!g.defined()) return;
+    if (g.numel() == 0) {  // nothing to route, but the write's inputs still get their (empty) gradients
+      region_(g.storage(), this->next[1], false);
+      send(this->next[0], g);
+      return;
+    }
     // g laid out as the root is, so that the view's own layout finds its elements in it.
     const auto span = static_cast<std::size_t>(layout_.offset + max_offset(layout_.shape, layout_.strides) + 1);
     Tensor<T, R, D> laid(allocate_on<D>(span * sizeof(T)), layout_.offset, layout_.shape, layout_.strides);

@@ -144,9 +144,11 @@ struct AdaptiveAvgPool2d : Module<AdaptiveAvgPool2d> {
     if (h % oh == 0 && w % ow == 0) return avg_pool2d(x, Pool2dOptions{.kernel = {h / oh, w / ow}});
     const auto rows = et::detail::generate<T, 2, D>(Shape<2>{oh, h}, detail::AdaptiveWindows<T>{h, oh});
     const auto cols = et::detail::generate<T, 2, D>(Shape<2>{ow, w}, detail::AdaptiveWindows<T>{w, ow});
-    const Tensor<T, 2, D> across = matmul(x.reshape(Shape<2>{n * c * h, w}), cols.transpose(0, 1));
+    // Averages, in the input's precision whatever the math mode (pooling is not a product to
+    // round: PyTorch's autocast leaves it in its input's type too).
+    const Tensor<T, 2, D> across = matmul(x.reshape(Shape<2>{n * c * h, w}), cols.transpose(0, 1), MathMode::exact);
     const Tensor<T, 3, D> pooled =
-        matmul(rows.expand(Shape<3>{n * c, oh, h}), across.reshape(Shape<3>{n * c, h, ow}));
+        matmul(rows.expand(Shape<3>{n * c, oh, h}), across.reshape(Shape<3>{n * c, h, ow}), MathMode::exact);
     return pooled.reshape(Shape<4>{n, c, oh, ow});
   }
 };

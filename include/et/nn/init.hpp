@@ -53,8 +53,9 @@ struct KaimingOptions {
 
 namespace detail {
 
+/// In double: an expanded view's fans (and their sum) may pass int64 while it has elements.
 struct Fans {
-  std::int64_t in, out;
+  double in, out;
 };
 
 template <class T, int R, class D>
@@ -65,9 +66,9 @@ Fans fans(const char* name, const Tensor<T, R, D>& t) {
     throw ShapeError("et: nn::init::" + std::string(name) +
                      ": fan in and fan out need a tensor of rank 2 or more, got shape " + format_shape(t.shape()));
   } else {
-    std::int64_t receptive = 1;
-    for (int axis = 2; axis < R; ++axis) receptive *= t.size(axis);
-    return {t.size(1) * receptive, t.size(0) * receptive};
+    double receptive = 1;
+    for (int axis = 2; axis < R; ++axis) receptive *= double(t.size(axis));
+    return {double(t.size(1)) * receptive, double(t.size(0)) * receptive};
   }
 }
 
@@ -95,8 +96,8 @@ void fill_normal(const Tensor<T, R, D>& t, std::uint64_t seed, double std) {
 
 /// Kaiming's standard deviation; called for tensors with elements only, whose fans are > 0.
 inline double kaiming_std(Fans f, const KaimingOptions& options) {
-  const std::int64_t fan = options.mode == FanMode::fan_in ? f.in : f.out;
-  return calculate_gain(options.nonlinearity, options.a) / std::sqrt(double(fan));
+  const double fan = options.mode == FanMode::fan_in ? f.in : f.out;
+  return calculate_gain(options.nonlinearity, options.a) / std::sqrt(fan);
 }
 
 }  // namespace detail
@@ -105,7 +106,7 @@ inline double kaiming_std(Fans f, const KaimingOptions& options) {
 template <class T, int R, class D>
 const Tensor<T, R, D>& xavier_uniform_(const Tensor<T, R, D>& t, std::uint64_t seed, double gain = 1.0) {
   const detail::Fans f = detail::fans("xavier_uniform_", t);
-  if (t.numel() > 0) detail::fill_uniform(t, seed, gain * std::sqrt(6.0 / double(f.in + f.out)));
+  if (t.numel() > 0) detail::fill_uniform(t, seed, gain * std::sqrt(6.0 / (f.in + f.out)));
   return t;
 }
 
@@ -113,7 +114,7 @@ const Tensor<T, R, D>& xavier_uniform_(const Tensor<T, R, D>& t, std::uint64_t s
 template <class T, int R, class D>
 const Tensor<T, R, D>& xavier_normal_(const Tensor<T, R, D>& t, std::uint64_t seed, double gain = 1.0) {
   const detail::Fans f = detail::fans("xavier_normal_", t);
-  if (t.numel() > 0) detail::fill_normal(t, seed, gain * std::sqrt(2.0 / double(f.in + f.out)));
+  if (t.numel() > 0) detail::fill_normal(t, seed, gain * std::sqrt(2.0 / (f.in + f.out)));
   return t;
 }
 

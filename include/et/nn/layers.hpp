@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "et/amp/autocast.hpp"
@@ -60,11 +61,44 @@ Tensor<TX, R, D> in_type(const Tensor<T, R, D>& parameter, const char* module) {
   else return amp::low_copy<TX>(parameter, module);
 }
 
+/// Whether a module of parameters T given activations TX casts them under a guard: float
+/// given float (PyTorch's autocast casts the inputs of linear, conv and LSTM to its type).
+template <class T, class TX>
+inline constexpr bool autocasts_v = std::is_same_v<T, float> && std::is_same_v<TX, float>;
+
+/// A float module's float activations x under et::amp::Autocast<L> (low, not none): the
+/// module's L forward `run` of x cast to L, its result returned as float (the values of the
+/// L result, as PyTorch's L result converted): one cast each way around the 16-bit path.
+template <int R, class D, class Run>
+auto autocast_float(amp::detail::Low low, const Tensor<float, R, D>& x, Run&& run) {
+  const auto widen = [](const auto& y) {
+    using Y = std::remove_cvref_t<decltype(y)>;
+    return Tensor<float, Y::rank, D>(cast<float>(y));
+  };
+  if (low == amp::detail::Low::bfloat16) return widen(run(Tensor<bfloat16, R, D>(cast<bfloat16>(x))));
+  return widen(run(Tensor<half, R, D>(cast<half>(x))));
+}
+
 inline double fan_in_bound(std::int64_t fan_in) { return fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0; }
 
 inline void require_positive(const char* module, const char* what, std::int64_t value) {
   if (value <= 0)
     throw ShapeError(std::string("et: ") + module + ": " + what + " must be positive, got " + std::to_string(value));
+}
+
+/// The product of a module's positive sizes (`what` names it, "4 * hidden_size"), checked
+/// before anything uses it: ShapeError where it passes int64.
+inline std::int64_t size_product(const char* module, const char* what, std::initializer_list<std::int64_t> factors) {
+  std::int64_t product = 1;
+  std::string text;
+  bool overflow = false;
+  for (const std::int64_t factor : factors) {
+    text += (text.empty() ? "" : " * ") + std::to_string(factor);
+    overflow = overflow || __builtin_mul_overflow(product, factor, &product);
+  }
+  if (overflow)
+    throw ShapeError(std::string("et: ") + module + ": " + what + " = " + text + " does not fit in 64 bits");
+  return product;
 }
 
 }  // namespace detail
@@ -90,7 +124,8 @@ class Linear : public Module<Linear<T, D>> {
 
   /// x of T, or of et::bfloat16 / et::half when T is float (mixed precision: under
   /// et::amp::Autocast of x's type, with the weight's cached copy in x's type, amp/autocast.hpp).
-  /// The result has x's type.
+  /// The result has x's type. A float x under et::amp::Autocast<L> is cast to L and the
+  /// product computed in L, as PyTorch's autocast does; the result is float (its L values).
   template <class TX, int R, class DX>
   Tensor<TX, R, D> forward(const Tensor<TX, R, DX>& x) {
     [[maybe_unused]] et::detail::same_devices<D, DX> check;  // et: operands on ... cannot meet
@@ -99,6 +134,10 @@ class Linear : public Module<Linear<T, D>> {
                   "float (mixed precision, et::amp::Autocast)");
     static_assert(R == 2 || R == 3, "et: Linear takes [N, in] or [B, N, in] tensors");
     if constexpr (std::is_same_v<D, DX> && detail::takes_activation_v<T, TX> && (R == 2 || R == 3)) {
+      if constexpr (detail::autocasts_v<T, TX>) {
+        if (const auto low = amp::detail::state().low; low != amp::detail::Low::none)
+          return detail::autocast_float(low, x, [this](const auto& xl) { return forward(xl); });
+      }
       if (!weight.defined()) throw Error("et: Linear: called before it was constructed with its sizes");
       if (x.size(R - 1) != weight.size(1))
         throw ShapeError("et: Linear(in=" + std::to_string(weight.size(1)) + ", out=" + std::to_string(weight.size(0)) +
@@ -168,7 +207,8 @@ class Conv2d : public Module<Conv2d<T, D>> {
     const std::int64_t per_group = in / options.groups;
     const Shape<4> shape = options.layout == Layout::nhwc ? Shape<4>{out, kernel[0], kernel[1], per_group}
                                                            : Shape<4>{out, per_group, kernel[0], kernel[1]};
-    const double bound = detail::fan_in_bound(per_group * kernel[0] * kernel[1]);
+    const double bound = detail::fan_in_bound(
+        detail::size_product("Conv2d", "in_channels / groups * kernel height * kernel width", {per_group, kernel[0], kernel[1]}));
     weight = detail::uniform_parameter<T, 4, D>(shape, bound, detail::derive_seed(seed, 0));
     if (with_bias) bias = detail::uniform_parameter<T, 1, D>(Shape<1>{out}, bound, detail::derive_seed(seed, 1));
   }
@@ -183,6 +223,10 @@ class Conv2d : public Module<Conv2d<T, D>> {
                   "et: Conv2d<T, D> takes tensors of its element type T, or et::bfloat16 / et::half ones when T is "
                   "float (mixed precision, et::amp::Autocast)");
     if constexpr (std::is_same_v<D, DX> && detail::takes_activation_v<T, TX>) {
+      if constexpr (detail::autocasts_v<T, TX>) {
+        if (const auto low = amp::detail::state().low; low != amp::detail::Low::none)
+          return detail::autocast_float(low, x, [this](const auto& xl) { return forward(xl); });
+      }
       if (!weight.defined()) throw Error("et: Conv2d: called before it was constructed with its sizes");
       const Tensor<TX, 4, D> w = detail::in_type<TX>(weight, "Conv2d");
       if (bias.defined()) return conv2d(x, w, detail::in_type<TX>(bias, "Conv2d"), options);

@@ -10,8 +10,9 @@
 // one cuDNN operation (derivatives/rnn.hpp), as PyTorch runs it. An LSTM<float, D> takes
 // half or bfloat16 inputs (and states) under et::amp::Autocast of their type: it computes in
 // that type with its weights' cached 16-bit copies (amp/autocast.hpp), as PyTorch's autocast
-// runs the LSTM in the lower precision. Elsewhere each layer multiplies the
-// whole sequence by weight_ih in one GEMM (with both biases added), then per step one GEMM
+// runs the LSTM in the lower precision; float inputs under the guard are cast to its type
+// first (and the results back to float), as PyTorch's autocast casts them. Elsewhere each
+// layer multiplies the whole sequence by weight_ih in one GEMM (with both biases added), then per step one GEMM
 // of the hidden state by weight_hh and two fused elementwise expressions, the cell state's
 // and the hidden state's, which read the gates straight from the two products; the backward
 // is autograd's: the GEMMs' and the expressions' own fused backwards. Truncated
@@ -53,13 +54,14 @@ class LSTMLayer : public Module<LSTMLayer<T, D>> {
   LSTMLayer(std::int64_t layer, std::int64_t input_size, std::int64_t hidden_size, bool with_bias, std::uint64_t seed)
       : suffix("_l" + std::to_string(layer)) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));
-    weight_ih = detail::uniform_parameter<T, 2, D>(Shape<2>{4 * hidden_size, input_size}, bound,
+    const std::int64_t gates = detail::size_product("LSTM", "4 * hidden_size", {4, hidden_size});
+    weight_ih = detail::uniform_parameter<T, 2, D>(Shape<2>{gates, input_size}, bound,
                                                    detail::derive_seed(seed, 0));
-    weight_hh = detail::uniform_parameter<T, 2, D>(Shape<2>{4 * hidden_size, hidden_size}, bound,
+    weight_hh = detail::uniform_parameter<T, 2, D>(Shape<2>{gates, hidden_size}, bound,
                                                    detail::derive_seed(seed, 1));
     if (with_bias) {
-      bias_ih = detail::uniform_parameter<T, 1, D>(Shape<1>{4 * hidden_size}, bound, detail::derive_seed(seed, 2));
-      bias_hh = detail::uniform_parameter<T, 1, D>(Shape<1>{4 * hidden_size}, bound, detail::derive_seed(seed, 3));
+      bias_ih = detail::uniform_parameter<T, 1, D>(Shape<1>{gates}, bound, detail::derive_seed(seed, 2));
+      bias_hh = detail::uniform_parameter<T, 1, D>(Shape<1>{gates}, bound, detail::derive_seed(seed, 3));
     }
   }
 
@@ -85,6 +87,7 @@ LSTMResult<T, D> lstm(const Tensor<T, 3, D>& x, const Tensor<T, 3, D>& h0, const
   if (layers.empty()) throw Error("et: LSTM: no layers (construct it with its sizes)");
   const std::int64_t H = layers.front().weight_hh.size(1), S = x.size(0), B = x.size(1);
   const auto L = static_cast<std::int64_t>(layers.size());
+  const std::int64_t G = detail::size_product("LSTM", "4 * hidden_size", {4, H});  // the gates' rows
   const std::string name = "et: LSTM(input_size=" + std::to_string(layers.front().weight_ih.size(1)) +
                            ", hidden_size=" + std::to_string(H) + ", num_layers=" + std::to_string(L) + ")";
   if (x.size(2) != layers.front().weight_ih.size(1))
@@ -101,15 +104,15 @@ LSTMResult<T, D> lstm(const Tensor<T, 3, D>& x, const Tensor<T, 3, D>& h0, const
     const std::int64_t in = l == 0 ? x.size(2) : H;
     const std::string which = name + ": layer " + std::to_string(l) + "'s ";
     if (!layer.weight_ih.defined() || !layer.weight_hh.defined()) throw Error(which + "weights are undefined");
-    if (layer.weight_ih.shape() != Shape<2>{4 * H, in} || layer.weight_hh.shape() != Shape<2>{4 * H, H})
+    if (layer.weight_ih.shape() != Shape<2>{G, in} || layer.weight_hh.shape() != Shape<2>{G, H})
       throw ShapeError(which + "weight_ih and weight_hh have shapes " + format_shape(layer.weight_ih.shape()) + " and " +
-                       format_shape(layer.weight_hh.shape()) + "; they must be " + format_shape(Shape<2>{4 * H, in}) +
-                       " and " + format_shape(Shape<2>{4 * H, H}));
+                       format_shape(layer.weight_hh.shape()) + "; they must be " + format_shape(Shape<2>{G, in}) +
+                       " and " + format_shape(Shape<2>{G, H}));
     if (layer.bias_ih.defined() != bias || layer.bias_hh.defined() != bias)
       throw Error(which + "biases: every layer has both bias_ih and bias_hh, or none has either");
-    if (bias && (layer.bias_ih.shape() != Shape<1>{4 * H} || layer.bias_hh.shape() != Shape<1>{4 * H}))
+    if (bias && (layer.bias_ih.shape() != Shape<1>{G} || layer.bias_hh.shape() != Shape<1>{G}))
       throw ShapeError(which + "bias_ih and bias_hh have shapes " + format_shape(layer.bias_ih.shape()) + " and " +
-                       format_shape(layer.bias_hh.shape()) + "; both must be " + format_shape(Shape<1>{4 * H}));
+                       format_shape(layer.bias_hh.shape()) + "; both must be " + format_shape(Shape<1>{G}));
   }
   if constexpr (D::is_cuda && et::detail::cudnn_lstm_available) {
     if (B > 0) {  // cuDNN: one operation; its weights flat in PyTorch's order
@@ -204,6 +207,11 @@ class LSTM : public Module<LSTM<T, D>> {
                   "float (mixed precision, et::amp::Autocast)");
     if constexpr (std::is_same_v<D, DX> && std::is_same_v<D, DH> && std::is_same_v<D, DC> &&
                   detail::takes_activation_v<T, TX>) {
+      if constexpr (detail::autocasts_v<T, TX>) {  // float under a guard: as PyTorch's autocast, in L
+        const auto low = amp::detail::state().low;
+        if (low == amp::detail::Low::bfloat16) return autocast_float<bfloat16>(x, h0, c0);
+        if (low == amp::detail::Low::float16) return autocast_float<half>(x, h0, c0);
+      }
       if (layers_.empty()) throw Error("et: LSTM: called before it was constructed with its sizes");
       if constexpr (std::is_same_v<TX, T>) {
         return lstm(x, h0, c0, layers_);
@@ -226,6 +234,17 @@ class LSTM : public Module<LSTM<T, D>> {
 
  private:
   std::vector<LSTMLayer<T, D>> layers_;
+
+  /// Float activations and states under et::amp::Autocast<L>: cast to L, computed in L, the
+  /// output and the final states returned as float (their L values).
+  template <class L>
+  LSTMResult<float, D> autocast_float(const Tensor<float, 3, D>& x, const Tensor<float, 3, D>& h0,
+                                      const Tensor<float, 3, D>& c0) {
+    using X = Tensor<L, 3, D>;
+    const auto [y, h, c] = forward(X(cast<L>(x)), X(cast<L>(h0)), X(cast<L>(c0)));
+    using F = Tensor<float, 3, D>;
+    return {F(cast<float>(y)), F(cast<float>(h)), F(cast<float>(c))};
+  }
 };
 
 }  // namespace et::nn

@@ -163,6 +163,24 @@ int check_gather(const Tensor<T, R, D>& x, int axis, const Tensor<std::int64_t, 
   return a;
 }
 
+/// index_select, its messages naming `op` (embedding reads a table through it).
+template <class T, int R, class D>
+Tensor<T, R, D> index_select_as(const char* op, const Tensor<T, R, D>& x, int axis,
+                                const Tensor<std::int64_t, 1, D>& index) {
+  require_defined_input(x, op);
+  require_defined_input(index, op);
+  const int a = normalize_axis(axis, R, op, format_shape(x.shape()));
+  Shape<R> shape = x.shape(), along{};
+  shape[a] = index.size(0);
+  for (int d = 0; d < R; ++d) along[d] = d == a ? index.size(0) : 1;
+  // The index along the axis, broadcast (stride 0) over the others: a gather.
+  Tensor<std::int64_t, R, D> spread = index.reshape(along).expand(shape);
+  check_index_range(index, x.size(a), op, a, true);
+  Tensor<T, R, D> out = gather_unchecked(x, a, spread);
+  record_gather(out, op, x, a, spread);
+  return out;
+}
+
 }  // namespace detail
 
 /// out[c] = x[c with c[axis] = index[c]]: the shape of `index` (int64, of x's rank, no
@@ -200,18 +218,8 @@ template <class T, int R, class D, class DI>
 Tensor<T, R, D> index_select(const Tensor<T, R, D>& x, int axis, const Tensor<std::int64_t, 1, DI>& index) {
   static_assert(R >= 1, "et: index_select selects along an axis, which a 0-d tensor lacks");
   [[maybe_unused]] detail::same_devices<D, DI> check;
-  detail::require_defined_input(x, "index_select");
-  detail::require_defined_input(index, "index_select");
-  const int a = detail::normalize_axis(axis, R, "index_select", format_shape(x.shape()));
-  Shape<R> shape = x.shape(), along{};
-  shape[a] = index.size(0);
-  for (int d = 0; d < R; ++d) along[d] = d == a ? index.size(0) : 1;
-  // The index along the axis, broadcast (stride 0) over the others: a gather.
-  Tensor<std::int64_t, R, D> spread = index.reshape(along).expand(shape);
-  detail::check_index_range(index, x.size(a), "index_select", a, true);
-  Tensor<T, R, D> out = detail::gather_unchecked(x, a, spread);
-  detail::record_gather(out, "index_select", x, a, spread);
-  return out;
+  if constexpr (std::is_same_v<D, DI> && R >= 1) return detail::index_select_as("index_select", x, axis, index);
+  else return {};
 }
 
 /// The rows of `table` ([V, E]) at `indices` (int64, any shape S, each in [0, V)): shape
@@ -223,8 +231,12 @@ Tensor<T, R + 1, D> embedding(const Tensor<T, 2, D>& table, const Tensor<std::in
   Shape<R + 1> shape{};
   for (int d = 0; d < R; ++d) shape[d] = indices.size(d);
   shape[R] = table.defined() ? table.size(1) : 0;
-  const auto flat = indices.reshape(std::array<std::int64_t, 1>{indices.numel()});
-  return index_select(table, 0, flat).reshape(shape);
+  if constexpr (std::is_same_v<D, DI>) {
+    const auto flat = indices.reshape(std::array<std::int64_t, 1>{indices.numel()});
+    return detail::index_select_as("embedding", table, 0, flat).reshape(shape);
+  } else {
+    return {};
+  }
 }
 
 /// x reversed along each of `axes` (a new tensor). Differentiable.

@@ -88,8 +88,9 @@ Tensor<TX, 4, DX> conv2d_impl(const Tensor<TX, RX, DX>& x, const Tensor<TW, RW, 
                        format_shape(bias->shape()) + "; input " + format_shape(x.shape()) + ", weight " +
                        format_shape(w.shape()) + " (" + layout_name(g.layout) + ")");
     auto y = Tensor<TX, 4, D>::allocate(g.output_shape());
-    if (y.numel() == 0) return y;
-    conv_forward(backend<D>, g, options.allow_tf32, x, w, bias, y);
+    // An empty batch computes nothing but still records: its weight and bias get zero
+    // gradients, as PyTorch gives them.
+    if (y.numel() != 0) conv_forward(backend<D>, g, options.allow_tf32, x, w, bias, y);
     record_conv(y, x, w, bias, options);
     return y;
   } else {
@@ -105,9 +106,9 @@ Tensor<T, 4, D> pool2d_impl(const char* operation, const Tensor<T, R, D>& x, con
   if constexpr (R == 4 && !std::is_same_v<D, Pinned> && check_nn_elements<T>()) {
     const PoolGeometry g = pool_geometry(operation, x.shape(), options);
     auto y = Tensor<T, 4, D>::allocate(g.output_shape());
-    if (y.numel() == 0) return y;
-    pool_forward(backend<D>, g, max, x, y);
-    record_pool(y, x, options, max);
+    if (y.numel() != 0) pool_forward(backend<D>, g, max, x, y);
+    record_pool(y, x, options, max);  // empty too: its input's gradient is then empty, as it is
+
     return y;
   } else {
     return {};
