@@ -7,7 +7,6 @@
 // trained CNN to a safetensors file when a second path is given.
 //
 //   digits [data/digits.csv] [epochs = 30] [curves.png] [cnn.safetensors]   on the first GPU, else the CPU
-#include <et/data/loader.hpp>
 #include <et/nn.hpp>
 
 #include "classifier.hpp"

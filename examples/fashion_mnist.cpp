@@ -17,8 +17,6 @@
 //
 //   fashion_mnist [--data data/fashion-mnist] [--net fcn_r|resnet56] [--epochs 30] [--train 60000]
 //                 [--test 10000] [--batch 256] [--width-divisor 1] [--amp fp32|bf16|f16] [--png curves.png]
-#include <et/data/idx.hpp>
-#include <et/data/loader.hpp>
 #include <et/nn.hpp>
 
 #include "classifier.hpp"

@@ -16,12 +16,15 @@
 
 // The CPU's libraries are chosen when etensor is configured (cmake/EtensorCpu.cmake): CMake's
 // et::et defines one macro of each pair. A translation unit compiled by hand without them
-// would quietly fall back to Eigen's GEMM and im2col convolutions: say so.
-#if !defined(ET_WITH_CBLAS) && !defined(ET_NO_CBLAS) && !defined(__CUDA_ARCH__)
-#warning "et: compiled without a CBLAS: CPU matrix products use Eigen (define ET_WITH_CBLAS=1 ET_CBLAS_OPENBLAS=1 and link -lopenblas, or ET_NO_CBLAS if intended)"
-#endif
-#if !defined(ET_WITH_DNNL) && !defined(ET_NO_DNNL) && !defined(__CUDA_ARCH__)
-#warning "et: compiled without oneDNN: CPU convolutions use im2col (define ET_WITH_DNNL=1 and link -ldnnl, or ET_NO_DNNL if intended)"
+// would quietly fall back to Eigen's GEMM and im2col convolutions: say so, in one warning of
+// one line whichever pair is missing (docs/guide.md, "Without CMake", lists the flags).
+#if !defined(__CUDA_ARCH__) && !defined(ET_WITH_CBLAS) && !defined(ET_NO_CBLAS) && !defined(ET_WITH_DNNL) && \
+    !defined(ET_NO_DNNL)
+#warning "et: no CPU libraries configured: Eigen GEMM, im2col convolutions (-DET_WITH_CBLAS=1 -DET_CBLAS_OPENBLAS=1 -DET_WITH_DNNL=1 -lopenblas -ldnnl, or -DET_NO_CBLAS -DET_NO_DNNL)"
+#elif !defined(__CUDA_ARCH__) && !defined(ET_WITH_CBLAS) && !defined(ET_NO_CBLAS)
+#warning "et: no CBLAS configured: Eigen GEMM (-DET_WITH_CBLAS=1 -DET_CBLAS_OPENBLAS=1 -lopenblas, or -DET_NO_CBLAS)"
+#elif !defined(__CUDA_ARCH__) && !defined(ET_WITH_DNNL) && !defined(ET_NO_DNNL)
+#warning "et: no oneDNN configured: im2col convolutions (-DET_WITH_DNNL=1 -ldnnl, or -DET_NO_DNNL)"
 #endif
 
 namespace et::detail {

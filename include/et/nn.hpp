@@ -1,6 +1,7 @@
 // etensor's training layer, on top of et/et.hpp: modules (et::nn::Module, Linear, Conv2d,
 // BatchNorm2d, Embedding, LSTM, activations, Dropout, pooling, Flatten, Sequential), weight
-// initialization (et::nn::init) and safetensors save/load.
+// initialization (et::nn::init), safetensors save/load, mixed precision (et::amp) and data
+// (et::data: the loader, IDX files, token files).
 // A header of its own so that files which only compute do not compile it.
 #pragma once
 
@@ -9,6 +10,9 @@
 #include "et/et.hpp"
 #include "et/amp/autocast.hpp"
 #include "et/amp/grad_scaler.hpp"
+#include "et/data/idx.hpp"
+#include "et/data/loader.hpp"
+#include "et/data/tokens.hpp"
 #include "et/nn/activations.hpp"
 #include "et/nn/clip.hpp"
 #include "et/nn/init.hpp"

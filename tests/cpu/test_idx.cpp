@@ -18,6 +18,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
+using test::TempFile;
 using Bytes = std::vector<unsigned char>;
 
 /// An IDX file's bytes: magic (0, 0, type, rank), big-endian extents, then `values`.
@@ -28,13 +29,6 @@ Bytes idx_bytes(unsigned type, const std::vector<std::uint32_t>& extents, const 
   out.insert(out.end(), values.begin(), values.end());
   return out;
 }
-
-/// Writes `bytes` to a temporary file that is removed when the guard goes.
-struct TempFile {
-  std::string path;
-  TempFile(const std::string& name, const Bytes& bytes) : path(test::temporary_path(name)) { test::write_bytes(path, bytes); }
-  ~TempFile() { std::remove(path.c_str()); }
-};
 
 }  // namespace
 
@@ -94,5 +88,9 @@ TEST_CASE("IDX: broken files are et::Errors naming the file and the fault", "[da
   const std::string missing = test::temporary_path("missing.idx");
   CHECK_THROWS_WITH(et::data::read_idx_images(missing), Contains(missing) && Contains("cannot open it"));
   const std::string directory = std::filesystem::temp_directory_path().string();
-  CHECK_THROWS_AS(et::data::read_idx_labels(directory), et::Error);
+  CHECK_THROWS_WITH(et::data::read_idx_labels(directory), Contains(directory) && Contains("a directory, not a file"));
+  // A path with a NUL byte would open the file named by its part before the NUL: refused.
+  const TempFile real("real.idx", idx_bytes(0x08, {1, 1, 2}, {5, 6}));
+  CHECK_THROWS_WITH(et::data::read_idx_images(real.path + std::string(1, '\0') + "other"),
+                    Contains("holds a NUL byte at offset " + std::to_string(real.path.size())) && Contains("\\0other"));
 }

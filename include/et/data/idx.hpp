@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "et/device.hpp"
+#include "et/io/files.hpp"
 #include "et/runtime/error.hpp"
 #include "et/tensor.hpp"
 
@@ -33,7 +34,7 @@ namespace detail {
 /// An open IDX file, its header read and checked: `extents` and the data's byte count,
 /// which the file holds exactly.
 struct IdxFile {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file{nullptr, &std::fclose};
+  io::File file{nullptr, &std::fclose};
   std::vector<std::int64_t> extents;
   std::int64_t count = 1;  ///< the product of the extents: the number of values
 };
@@ -61,15 +62,9 @@ inline std::string hex_byte(unsigned byte) {
 inline IdxFile open_idx(const std::string& path, int rank, const char* what, const char* holds) {
   const std::string where = std::string("et: ") + what + ": " + path;
   IdxFile idx;
-  idx.file.reset(std::fopen(path.c_str(), "rb"));
-  if (!idx.file) throw Error(where + ": cannot open it: " + std::strerror(errno));
+  std::int64_t size = 0;
+  idx.file = io::open_for_reading(path, std::string("et: ") + what, size);
   std::FILE* f = idx.file.get();
-  // The file's size, from its end (a directory or a stream reports no size).
-  if (std::fseek(f, 0, SEEK_END) != 0) throw Error(where + ": cannot read it: " + std::strerror(errno));
-  const long end = std::ftell(f);
-  if (end < 0 || std::fseek(f, 0, SEEK_SET) != 0)
-    throw Error(where + ": cannot read it: " + std::strerror(errno));
-  const auto size = static_cast<std::int64_t>(end);
   unsigned char magic[4] = {};
   if (size < 4)
     throw Error(where + ": not an IDX file: " + std::to_string(size) + " bytes, shorter than the 4-byte magic number");
@@ -116,10 +111,7 @@ inline IdxFile open_idx(const std::string& path, int rank, const char* what, con
 
 /// Reads the file's `count` bytes into `out`.
 inline void read_idx_values(IdxFile& idx, void* out, const std::string& path, const char* what) {
-  if (idx.count > 0 && std::fread(out, 1, static_cast<std::size_t>(idx.count), idx.file.get()) !=
-                           static_cast<std::size_t>(idx.count))
-    throw Error(std::string("et: ") + what + ": " + path + ": cannot read its values: " +
-                (std::ferror(idx.file.get()) ? std::strerror(errno) : "the file ended early"));
+  io::read_exactly(idx.file.get(), out, idx.count, std::string("et: ") + what + ": " + path, "its values");
 }
 
 }  // namespace detail

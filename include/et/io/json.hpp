@@ -12,20 +12,20 @@
 
 namespace et::io {
 
+struct JsonMember;
+
 struct Json {
   enum class Kind { null, boolean, number, string, array, object };
   Kind kind = Kind::null;
   bool boolean = false;
   std::string string;  ///< a string's value, or a number's text
   std::vector<Json> array;
-  std::vector<std::pair<std::string, Json>> object;  ///< in file order, duplicates kept
+  // A member is a struct of its own, defined below, not a std::pair: a pair of an incomplete
+  // Json cannot be checked for its constructors inside Json (clang with libstdc++ refuses it).
+  std::vector<JsonMember> object;  ///< in file order, duplicates kept
 
   /// The first member named `key` of an object, or null.
-  const Json* find(const std::string& key) const {
-    for (const auto& [name, value] : object)
-      if (name == key) return &value;
-    return nullptr;
-  }
+  const Json* find(const std::string& key) const;
 
   /// A number that is a non-negative integer below 2^63.
   std::int64_t as_index(const std::string& source) const {
@@ -41,6 +41,18 @@ struct Json {
     return static_cast<std::int64_t>(value);
   }
 };
+
+/// One member of a JSON object: its name and its value.
+struct JsonMember {
+  std::string name;
+  Json value;
+};
+
+inline const Json* Json::find(const std::string& key) const {
+  for (const JsonMember& member : object)
+    if (member.name == key) return &member.value;
+  return nullptr;
+}
 
 namespace detail {
 
@@ -92,7 +104,7 @@ class JsonParser {
         skip_space();
         std::string key = parse_string();
         expect(':');
-        value.object.emplace_back(std::move(key), parse(depth + 1));
+        value.object.push_back({std::move(key), parse(depth + 1)});
       } while (take(','));
       expect('}');
     } else if (c == '[') {

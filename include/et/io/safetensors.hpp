@@ -20,12 +20,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "et/io/files.hpp"
 #include "et/io/json.hpp"
 #include "et/runtime/error.hpp"
 
@@ -215,38 +214,14 @@ inline std::vector<unsigned char> serialize_safetensors(const SafeTensorsFile& f
 
 /// Reads a safetensors file (et::Error if it cannot be read or is not valid).
 inline SafeTensorsFile read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("et: cannot open " + path + " to read: " + std::strerror(errno));
-  std::vector<unsigned char> bytes;
-  try {  // libstdc++'s filebuf throws where read() fails (a directory: EISDIR)
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  } catch (const std::ios_base::failure&) {
-    throw Error("et: cannot read " + path + ": " + std::strerror(errno));
-  }
-  if (in.bad()) throw Error("et: cannot read " + path + ": " + std::strerror(errno));
-  return parse_safetensors(bytes, path);
+  return parse_safetensors(read_file(path, "et: read_safetensors"), path);
 }
 
 /// Writes one, through a temporary file renamed into place (et::Error on failure; an
 /// existing file at `path` stays as it was then).
 inline void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
-  const std::vector<unsigned char> bytes = serialize_safetensors(file);
-  const std::string temporary = path + ".partial";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("et: cannot open " + temporary + " to write: " + std::strerror(errno));
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw Error("et: cannot write " + temporary + " (" + std::to_string(bytes.size()) + " bytes)");
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(temporary.c_str());
-    throw Error("et: cannot move " + temporary + " to " + path + ": " + reason);
-  }
+  require_file_path(path, "et: write_safetensors");
+  write_file(path, serialize_safetensors(file), "et: write_safetensors: " + path);
 }
 
 }  // namespace et::io
