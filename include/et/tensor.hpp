@@ -33,6 +33,9 @@ namespace et {
 ///  - `a = b;` with b a Tensor of the same type rebinds the handle a (no data moves);
 ///  - `a = expr;` (any other expression or scalar) evaluates into a's existing storage,
 ///    as does assigning to a temporary view (`x.slice(...) = y`) and `a.copy_(b)`.
+/// A window, the view t(...) gives (several axes at once, et::range) and every copy of its
+/// handle, is always written: `window = b` writes b's values into it, as Eigen's blocks,
+/// Kokkos's subviews and MatX's slices are written (docs/guide.md, "HPC codes").
 /// A default-constructed tensor is undefined: assigning an expression to it allocates.
 template <Element T, int Rank, Device D = Cpu>
 class Tensor : public detail::ExprTag {
@@ -46,8 +49,10 @@ class Tensor : public detail::ExprTag {
   Tensor() = default;
   Tensor(const Tensor&) = default;
   Tensor(Tensor&&) noexcept = default;
-  Tensor& operator=(const Tensor&) & = default;
-  Tensor& operator=(Tensor&&) & noexcept = default;
+  /// Rebinds this handle to b's storage and layout, or, when this is a window, writes b's
+  /// values into its elements (b broadcasts to its shape; one kernel).
+  Tensor& operator=(const Tensor& b) & { return window_ ? write(b) : rebind(b); }
+  Tensor& operator=(Tensor&& b) & { return window_ ? write(b) : rebind(std::move(b)); }
   ~Tensor() = default;
 
   /// Allocates a contiguous tensor of the expression's shape and evaluates it (one kernel).
@@ -257,14 +262,12 @@ class Tensor : public detail::ExprTag {
   }
 
   // --- Views -------------------------------------------------------------------------
-  // A view is a new handle on the same storage with another shape, strides or offset:
-  // it copies no element and costs O(Rank) host work, on every device (plain C++ files
-  // included). Views of views and of temporaries are fine (the storage is shared).
-  // Writing into a view writes into the tensor it views: `x.slice(0, 0, 4) = 0.0f;`,
-  // `x.select(1, 2) = y;`, `x.transpose(0, 1) += 1;`. A named view is a handle like any
-  // other: `v = expr` writes through it, but `v = w` with w a Tensor of v's type rebinds
-  // v (use v.copy_(w) to write). Axes may be negative, counted from the end; bad axes,
-  // bounds or extents throw ShapeError naming the shape and the axis.
+  // A view is a new handle on the same storage with another layout: no element copied,
+  // O(Rank) host work, on every device. Writing into a view writes into the tensor it
+  // views: `x.slice(0, 0, 4) = 0.0f;`, `x.select(1, 2) = y;`, `x.transpose(0, 1) += 1;`.
+  // A named view is a handle like any other (`v = w` rebinds it; v.copy_(w) writes),
+  // except a window (operator() below), which `v = w` writes. Axes may be negative,
+  // counted from the end; bad axes, bounds or extents throw ShapeError.
 
   /// The same elements in the same (row-major) order, read as `shape`; its length is the
   /// result's rank (for rank 0 pass et::Shape<0>{}). One extent may be -1: it is inferred
@@ -312,6 +315,19 @@ class Tensor : public detail::ExprTag {
     else return *this;  // unreachable: the static_assert has failed
   }
 
+  /// Several axes at once, xtensor's and Kokkos's way: one argument per leading axis, an
+  /// et::range (keeps the axis: range(b, e[, step]), range(b), range()) or an integer
+  /// (selects one element and drops the axis); negative bounds count from the end; axes
+  /// past the arguments are kept whole. The rank is known at compile time. A view (no copy)
+  /// that is a window: assigning a tensor to it writes (see the class comment). Bounds out
+  /// of range throw ShapeError, as slice() does.
+  ///   auto interior = u(et::range(1, -1), et::range(1, -1));   // u[1:-1, 1:-1]
+  ///   auto plane = v(2, et::range(), et::range(0, -2));         // v[2, :, :-2], rank 2
+  template <IndexArgument... Args>
+  auto operator()(const Args&... args) const;
+  /// True for a window (t(...)'s views and copies of their handles).
+  bool is_window() const noexcept { return window_; }
+
   /// Elements begin, begin + step, ... before end along `axis` (ceil((end - begin) / step)
   /// of them), as Python's x[begin:end:step]. Negative begin and end count from the end;
   /// after that 0 <= begin <= end <= size(axis) and step >= 1 must hold, else ShapeError
@@ -321,19 +337,7 @@ class Tensor : public detail::ExprTag {
   /// The sub-tensor at `index` along `axis`, with that axis removed: a
   /// Tensor<T, Rank - 1, D>, as PyTorch's x.select(axis, index). A negative index counts
   /// from the end; out of range throws ShapeError. Copies nothing.
-  auto select(int axis, std::int64_t index) const {
-    static_assert(Rank >= 1, "et: select() needs a tensor of rank 1 or more: a rank-0 tensor has no axis");
-    if constexpr (Rank >= 1) {
-      require_defined("select()");
-      return share_storage(detail::select_layout(detail::layout_of(*this), axis, index), "select()",
-                           [=, shape = shape_](const auto& g) {
-                             Tensor base = zeros_like_shape(shape);
-                             auto part = detail::untracked_view(base, detail::select_layout(detail::layout_of(base), axis, index));
-                             detail::evaluate(part, g);
-                             return base;
-                           });
-    }
-  }
+  auto select(int axis, std::int64_t index) const;
 
   /// A new axis of extent 1 at position `axis` of the result, in [-(Rank + 1), Rank]
   /// (-1 appends it): a Tensor<T, Rank + 1, D>. Copies nothing.
@@ -342,16 +346,7 @@ class Tensor : public detail::ExprTag {
   /// `axis` removed: a Tensor<T, Rank - 1, D>. The axis must have extent 1, else
   /// ShapeError (the rank is part of the type, so unlike PyTorch this never does nothing).
   /// Copies nothing.
-  auto squeeze(int axis) const {
-    static_assert(Rank >= 1, "et: squeeze() needs a tensor of rank 1 or more: a rank-0 tensor has no axis");
-    if constexpr (Rank >= 1) {
-      require_defined("squeeze()");
-      return share_storage(detail::squeeze_layout(detail::layout_of(*this), axis), "squeeze()",
-                           [axis](const auto& g) {
-                             return detail::untracked_view(g, detail::unsqueeze_layout(detail::layout_of(g), axis));
-                           });
-    }
-  }
+  auto squeeze(int axis) const;
 
   /// Broadcasts to `shape` (rank N >= Rank, trailing axes aligned, as NumPy): new leading
   /// axes and axes of extent 1 stretch with stride 0, so every element along them is the
@@ -396,6 +391,19 @@ class Tensor : public detail::ExprTag {
     return *this;
   }
 
+  Tensor& write(const Tensor& b) {
+    detail::assign(*this, b);
+    return *this;
+  }
+  template <class B>
+  Tensor& rebind(B&& b) {
+    storage_ = std::forward<B>(b).storage_;
+    autograd_ = std::forward<B>(b).autograd_;
+    offset_ = b.offset_, shape_ = b.shape_, strides_ = b.strides_;
+    defined_ = b.defined_, view_ = b.view_, window_ = b.window_;
+    return *this;
+  }
+
   void require_defined(const char* what) const {
     if (!defined_) throw Error(std::string("et: ") + what + " on an undefined (default-constructed) tensor");
   }
@@ -418,6 +426,7 @@ class Tensor : public detail::ExprTag {
   Shape<Rank> strides_{};
   bool defined_ = false;
   bool view_ = false;
+  bool window_ = false;  // made by operator(): assignment writes
 
   template <Element, int, Device>
   friend class Tensor;  // share_storage marks the views it makes, of any rank

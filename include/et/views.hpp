@@ -1,13 +1,16 @@
 // Layout arithmetic of the no-copy views (view, reshape, transpose, permute, slice,
-// select, unsqueeze, squeeze, expand): host functions from one strided layout to
-// another, with the checks and messages of bad input. Tensor's view methods
+// select, unsqueeze, squeeze, expand, and indexing several axes at once with et::range):
+// host functions from one strided layout to another, with the checks and messages of bad
+// input. Tensor's view methods
 // (tensor.hpp) are thin wrappers; these functions are tested without any device.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <concepts>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "et/layout.hpp"
@@ -216,6 +219,87 @@ StridedLayout<R - 1> select_layout(const StridedLayout<R>& from, int axis, std::
     if (source == d) ++source;
     out.shape[k] = from.shape[source];
     out.strides[k] = from.strides[source];
+  }
+  return out;
+}
+
+}  // namespace et::detail
+
+namespace et {
+
+/// One axis of an index t(...) (Tensor::operator()) that stays an axis: its elements begin,
+/// begin + step, ... before end, as Python's x[begin:end:step]; negative bounds count from
+/// the end. et::range() is the whole axis, et::range(b) runs from b to the end.
+struct Range {
+  std::int64_t begin = 0, end = 0, step = 1;
+  bool to_end = true;  ///< end is the axis's extent (range() and range(b))
+};
+constexpr Range range() { return {}; }
+constexpr Range range(std::int64_t begin) { return {begin, 0, 1, true}; }
+constexpr Range range(std::int64_t begin, std::int64_t end, std::int64_t step = 1) { return {begin, end, step, false}; }
+
+/// What t(...) takes per axis: an et::Range (keeps the axis) or an integer (selects one
+/// element along it and drops the axis; negative counts from the end).
+template <class X>
+concept IndexArgument = std::same_as<std::remove_cvref_t<X>, Range> || std::integral<std::remove_cvref_t<X>>;
+
+}  // namespace et
+
+namespace et::detail {
+
+/// How many of an index's arguments are integers (the axes the index drops).
+template <class... Args>
+inline constexpr int selected_axes = (0 + ... + int(std::integral<std::remove_cvref_t<Args>>));
+
+/// "range(1, -1)", "range(2)", "range()" or "3": an index argument as the user wrote it.
+inline std::string describe_index(const Range& r) {
+  if (r.to_end) return r.begin == 0 ? "range()" : "range(" + std::to_string(r.begin) + ")";
+  return "range(" + std::to_string(r.begin) + ", " + std::to_string(r.end) +
+         (r.step != 1 ? ", " + std::to_string(r.step) : "") + ")";
+}
+template <std::integral I>
+std::string describe_index(I i) {
+  return std::to_string(i);
+}
+
+/// t(args...): for each argument in order, its axis sliced (a Range) or selected (an
+/// integer, dropping the axis); axes past the arguments are kept whole. Throws ShapeError
+/// naming the axis, the argument and the shape for a bound out of range or a step below 1.
+template <std::size_t R, class... Args>
+StridedLayout<R - selected_axes<Args...>> index_layout(const StridedLayout<R>& from, const Args&... args) {
+  static_assert(sizeof...(Args) <= R, "et: t(...) takes at most one index per axis");
+  StridedLayout<R - selected_axes<Args...>> out{{}, {}, from.offset};
+  std::size_t d = 0, kept = 0;
+  const auto fail = [&](const std::string& argument, const std::string& why) {
+    return ShapeError("et: t(...): " + argument + " at axis " + std::to_string(d) + " of a tensor of shape " +
+                      format_shape(from.shape) + ": " + why);
+  };
+  const auto one = [&](const auto& arg) {
+    const std::int64_t extent = from.shape[d], stride = from.strides[d];
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(arg)>, Range>) {
+      const std::int64_t first = arg.begin < 0 ? arg.begin + extent : arg.begin;
+      const std::int64_t last = arg.to_end ? extent : arg.end < 0 ? arg.end + extent : arg.end;
+      if (arg.step < 1) throw fail(describe_index(arg), "the step must be at least 1");
+      if (first < 0 || first > last || last > extent)
+        throw fail(describe_index(arg), "out of range: 0 <= begin <= end <= " + std::to_string(extent) +
+                                            " must hold (negative bounds count from the end)");
+      out.offset += first * stride;
+      out.shape[kept] = last == first ? 0 : 1 + (last - first - 1) / arg.step;
+      out.strides[kept] = out.shape[kept] > 1 ? stride * arg.step : stride;  // within the reach: no overflow
+      ++kept;
+    } else {
+      const auto index = static_cast<std::int64_t>(arg);
+      const std::int64_t position = index < 0 ? index + extent : index;
+      if (position < 0 || position >= extent)
+        throw fail(describe_index(arg), "out of range for an axis of extent " + std::to_string(extent));
+      out.offset += position * stride;
+    }
+    ++d;
+  };
+  (one(args), ...);
+  for (; d < R; ++d, ++kept) {
+    out.shape[kept] = from.shape[d];
+    out.strides[kept] = from.strides[d];
   }
   return out;
 }

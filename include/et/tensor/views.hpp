@@ -50,6 +50,51 @@ Tensor<T, Rank, D> Tensor<T, Rank, D>::slice(int axis, std::int64_t begin, std::
 }
 
 template <Element T, int Rank, Device D>
+template <IndexArgument... Args>
+auto Tensor<T, Rank, D>::operator()(const Args&... args) const {
+  static_assert(int(sizeof...(Args)) <= Rank, "et: t(...) takes at most one index (et::range or an integer) per axis");
+  if constexpr (int(sizeof...(Args)) <= Rank) {
+    require_defined("t(...)");
+    auto out = share_storage(detail::index_layout(detail::layout_of(*this), args...), "t(...)",
+                             [=, shape = shape_](const auto& g) {
+                               Tensor base = zeros_like_shape(shape);
+                               auto part = detail::untracked_view(base, detail::index_layout(detail::layout_of(base), args...));
+                               detail::evaluate(part, g);
+                               return base;
+                             });
+    out.window_ = true;
+    return out;
+  }
+}
+
+template <Element T, int Rank, Device D>
+auto Tensor<T, Rank, D>::select(int axis, std::int64_t index) const {
+  static_assert(Rank >= 1, "et: select() needs a tensor of rank 1 or more: a rank-0 tensor has no axis");
+  if constexpr (Rank >= 1) {
+    require_defined("select()");
+    return share_storage(detail::select_layout(detail::layout_of(*this), axis, index), "select()",
+                         [=, shape = shape_](const auto& g) {
+                           Tensor base = zeros_like_shape(shape);
+                           auto part = detail::untracked_view(base, detail::select_layout(detail::layout_of(base), axis, index));
+                           detail::evaluate(part, g);
+                           return base;
+                         });
+  }
+}
+
+template <Element T, int Rank, Device D>
+auto Tensor<T, Rank, D>::squeeze(int axis) const {
+  static_assert(Rank >= 1, "et: squeeze() needs a tensor of rank 1 or more: a rank-0 tensor has no axis");
+  if constexpr (Rank >= 1) {
+    require_defined("squeeze()");
+    return share_storage(detail::squeeze_layout(detail::layout_of(*this), axis), "squeeze()",
+                         [axis](const auto& g) {
+                           return detail::untracked_view(g, detail::unsqueeze_layout(detail::layout_of(g), axis));
+                         });
+  }
+}
+
+template <Element T, int Rank, Device D>
 Tensor<T, Rank + 1, D> Tensor<T, Rank, D>::unsqueeze(int axis) const {
   require_defined("unsqueeze()");
   return share_storage(detail::unsqueeze_layout(detail::layout_of(*this), axis), "unsqueeze()",
