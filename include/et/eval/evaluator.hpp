@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <numeric>
 #include <tuple>
@@ -63,6 +64,29 @@ struct LeafWalk {
 template <class F, class Op, class... Cs>
 void for_each_leaf(const MapExpr<Op, Cs...>& e, F&& f) {
   LeafWalk<std::remove_reference_t<F>>{f, {}}(e);
+}
+
+/// How many elementwise evaluations took each path, process-wide (tests and benchmarks read
+/// them; et::elementwise_path_counts() is the public copy):
+///  linear   every operand read at the output's index, one element a thread (GPU), or the
+///           CPU's vectorized loop;
+///  vector   the GPU's linear kernel with 16-byte accesses;
+///  rows     rows of consecutive elements, every operand rebased once a row (GPU: the strided
+///           kernel's rows launch; CPU: the row loop);
+///  tiled    the GPU's strided kernel through shared-memory tiles (an operand read transposed);
+///  general  coordinates walked element by element (any layout).
+struct ElementwiseCounters {
+  std::atomic<std::int64_t> linear{0}, vector{0}, rows{0}, tiled{0}, general{0};
+};
+inline ElementwiseCounters& elementwise_counters() {
+  static ElementwiseCounters counters;
+  return counters;
+}
+/// Whether the rows path may run (on by default): tests and benchmarks turn it off to set
+/// the general path beside it on the same operands.
+inline std::atomic<bool>& rows_path_enabled() {
+  static std::atomic<bool> enabled{true};
+  return enabled;
 }
 
 /// What an assignment needs to know before choosing a kernel.
@@ -143,6 +167,20 @@ decltype(auto) with_index_type(bool fits_int32, F&& f) {
 }
 
 }  // namespace et::detail
+
+namespace et {
+
+/// How many elementwise evaluations took each path so far, process-wide (see
+/// detail::ElementwiseCounters): a test or benchmark reads which one ran.
+struct ElementwisePathCounts {
+  std::int64_t linear = 0, vector = 0, rows = 0, tiled = 0, general = 0;
+};
+inline ElementwisePathCounts elementwise_path_counts() {
+  const detail::ElementwiseCounters& c = detail::elementwise_counters();
+  return {c.linear.load(), c.vector.load(), c.rows.load(), c.tiled.load(), c.general.load()};
+}
+
+}  // namespace et
 
 namespace et::detail {
 

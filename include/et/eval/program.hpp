@@ -159,15 +159,15 @@ struct Program {
   }
 };
 
-/// Calls f(reader) on every TensorReader of a program: the bindings', then the root's.
+/// Calls f(leaf) on every leaf reader of a program: the bindings', then the root's.
 template <class Root, class... Bindings, class F, std::size_t... Is>
-ET_HD void for_each_binding_tensor_reader(Program<Root, Bindings...>& program, F& f, std::index_sequence<Is...>) {
-  (for_each_tensor_reader(pack_get<Is>(program.bindings), f), ...);
+ET_HD void for_each_binding_leaf_reader(Program<Root, Bindings...>& program, F& f, std::index_sequence<Is...>) {
+  (for_each_leaf_reader(pack_get<Is>(program.bindings), f), ...);
 }
 template <class Root, class... Bindings, class F>
-ET_HD void for_each_tensor_reader(Program<Root, Bindings...>& program, F& f) {
-  for_each_binding_tensor_reader(program, f, std::index_sequence_for<Bindings...>{});
-  for_each_tensor_reader(program.root, f);
+ET_HD void for_each_leaf_reader(Program<Root, Bindings...>& program, F& f) {
+  for_each_binding_leaf_reader(program, f, std::index_sequence_for<Bindings...>{});
+  for_each_leaf_reader(program.root, f);
 }
 
 /// Builds the program of an expression read in the index space of `shape`.

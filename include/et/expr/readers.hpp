@@ -340,22 +340,79 @@ void for_each_slot(MapReader<Op, Readers...>& reader, F& f) {
   }(std::index_sequence_for<Readers...>{});
 }
 
-/// Calls f(reader) on every TensorReader inside a reader, in a fixed order, on the host or
-/// the device (the strided kernel stages transposed operands through shared memory).
+/// Calls f(leaf) on every leaf reader inside a reader (tensors, generators, slots,
+/// scalars), in a fixed order, on the host or the device.
 template <class Reader, class F>
-ET_HD void for_each_tensor_reader(Reader&, F&) {}
-template <class T, int R, class Index, class F>
-ET_HD void for_each_tensor_reader(TensorReader<T, R, Index>& reader, F& f) {
-  f(reader);
+ET_HD void for_each_leaf_reader(Reader& leaf, F& f) {
+  f(leaf);
 }
 template <class Op, class... Readers, class F, std::size_t... Is>
-ET_HD void for_each_child_tensor_reader(MapReader<Op, Readers...>& reader, F& f, std::index_sequence<Is...>) {
-  (for_each_tensor_reader(pack_get<Is>(reader.children), f), ...);
+ET_HD void for_each_child_leaf_reader(MapReader<Op, Readers...>& reader, F& f, std::index_sequence<Is...>) {
+  (for_each_leaf_reader(pack_get<Is>(reader.children), f), ...);
 }
 template <class Op, class... Readers, class F>
-ET_HD void for_each_tensor_reader(MapReader<Op, Readers...>& reader, F& f) {
-  for_each_child_tensor_reader(reader, f, std::index_sequence_for<Readers...>{});
+ET_HD void for_each_leaf_reader(MapReader<Op, Readers...>& reader, F& f) {
+  for_each_child_leaf_reader(reader, f, std::index_sequence_for<Readers...>{});
 }
+
+/// The tensor leaves only: f(reader) on every TensorReader (the strided kernel stages
+/// transposed operands through shared memory).
+template <class F>
+struct TensorLeaves {
+  F& f;
+  template <class T, int R, class Index>
+  ET_HD void operator()(TensorReader<T, R, Index>& reader) const {
+    f(reader);
+  }
+  template <class Leaf>
+  ET_HD void operator()(Leaf&) const {}
+};
+template <class Reader, class F>
+ET_HD void for_each_tensor_reader(Reader& reader, F& f) {
+  TensorLeaves<F> tensors{f};
+  for_each_leaf_reader(reader, tensors);
+}
+
+/// Moves every leaf of a reader to the element at index i (coordinate c) of its index
+/// space, so that it then reads that element at 0 and the next ones along the last axis
+/// at 1, 2, ... through linear() (the strided kernel's rows and the CPU's row loop, which
+/// take a program only when every leaf has a unit stride along that axis: UnitRows).
+template <int R, class Index>
+struct RebaseTo {
+  Index i;
+  Coord<R, Index> c;
+  template <class T>
+  ET_HD void operator()(TensorReader<T, R, Index>& reader) const {
+    reader.data += dot<R, Index>(c, reader.strides);
+  }
+  template <class Gen>
+  ET_HD void operator()(GeneratorReader<Gen, R, Index>& reader) const {
+    reader.base += static_cast<std::int64_t>(dot<R, Index>(c, reader.strides));
+  }
+  template <std::size_t K, class T>
+  ET_HD void operator()(SlotReader<K, T>& reader) const {
+    if (reader.materialized) reader.materialized += i;  // contiguous over the index space
+  }
+  template <class T>
+  ET_HD void operator()(ScalarReader<T>&) const {}
+};
+
+/// Whether every leaf reads consecutive elements along the last axis (stride 1 there), so
+/// that a row can be read through linear() once its leaves are rebased (RebaseTo).
+template <int R, class Index>
+struct UnitRows {
+  bool ok = true;
+  template <class T>
+  ET_HD void operator()(TensorReader<T, R, Index>& reader) {
+    ok = ok && reader.strides[R - 1] == 1;
+  }
+  template <class Gen>
+  ET_HD void operator()(GeneratorReader<Gen, R, Index>& reader) {
+    ok = ok && reader.strides[R - 1] == 1;
+  }
+  template <class Leaf>
+  ET_HD void operator()(Leaf&) {}  // slots are contiguous over the index space; scalars read nothing
+};
 
 /// Where results go: the destination tensor's pointer and strides. The value computed
 /// (in a compute type) is converted to T here, so a fused half expression rounds once.

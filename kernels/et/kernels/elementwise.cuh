@@ -67,10 +67,19 @@ ET_HD bool reads_transposed(const Index (&strides)[R > 0 ? R : 1]) {
 
 /// Where the tiled launch is: the last two extents and the tiles along them (tiles_c 0:
 /// not tiled, elements in row-major order), and the shared memory its transposed operands take.
+/// Or, for the rows launch (runs > 0): `rows` rows of `cols` elements (every axis but the
+/// last flattened), each cut into `runs` runs of row_run elements.
 template <class Index>
 struct TileGrid {
-  Index rows = 1, cols = 1, tiles_r = 0, tiles_c = 0;
+  Index rows = 1, cols = 1, tiles_r = 0, tiles_c = 0, runs = 0;
 };
+
+/// The rows launch: a warp takes a run of 32 * strided_unroll consecutive elements of one
+/// row, lane l the ones at l, l + 32, ...; a block's warps take the same run of consecutive
+/// rows, so that a stencil's neighbours in the rows above and below are read by the same
+/// block (through its L1). Each thread finds its coordinate once and rebases every operand
+/// there (RebaseTo): its elements are then at unit offsets, read through linear().
+inline constexpr int row_run = 32 * strided_unroll;
 
 /// Copies the tile at (r0, c0) of every transposed operand of `in` into shared memory and
 /// points the operand there: afterwards it reads element (.., r, c) of the tile at
@@ -102,7 +111,39 @@ __device__ void stage_transposed(Reader& in, const detail::Coord<R, Index>& orig
   __syncthreads();
 }
 
-/// Any layout, 32-bit indices, strided_unroll elements per thread. Untiled: block b covers
+/// The rows launch of elementwise_strided (TileGrid, row_run): every operand and the
+/// output at unit stride along the last axis.
+template <class Writer, class Reader, int R, class Index>
+__device__ __forceinline__ void strided_rows(Writer out, Reader in, const detail::Coord<R, Index>& extents,
+                                             const TileGrid<Index>& g) {
+  constexpr int U = strided_unroll;
+  const Index warps = static_cast<Index>(blockDim.x) / 32;
+  const Index lane = static_cast<Index>(threadIdx.x) % 32;
+  const Index row = static_cast<Index>(blockIdx.x) / g.runs * warps + static_cast<Index>(threadIdx.x) / 32;
+  const Index col = static_cast<Index>(blockIdx.x) % g.runs * row_run + lane;
+  if (row >= g.rows || col >= g.cols) return;
+  detail::Coord<R, Index> c{};
+  c.c[R - 1] = col;
+  Index rest = row;
+  for (int d = R - 2; d > 0; --d) {
+    c.c[d] = rest % extents.c[d];
+    rest /= extents.c[d];
+  }
+  c.c[0] = rest;
+  const detail::RebaseTo<R, Index> rebase{row * g.cols + col, c};
+  for_each_leaf_reader(in, rebase);
+  out.data += detail::dot<R, Index>(c, out.strides);
+  typename Reader::value_type values[U];
+#pragma unroll
+  for (int k = 0; k < U; ++k)
+    if (col + k * 32 < g.cols) values[k] = in.linear(static_cast<Index>(k * 32));
+#pragma unroll
+  for (int k = 0; k < U; ++k)
+    if (col + k * 32 < g.cols) out.linear(static_cast<Index>(k * 32), values[k]);
+}
+
+/// Any layout, 32-bit indices, strided_unroll elements per thread. Rows (g.runs > 0): see
+/// strided_rows. Untiled: block b covers
 /// blockDim.x * strided_unroll consecutive elements, thread t the ones at t, t + blockDim.x,
 /// ... (coalesced), each coordinate unravelled from its index. Tiled (g.tiles_c > 0: some
 /// operand is read transposed): block b covers one tile of the last two axes, a warp a
@@ -113,6 +154,9 @@ template <class Writer, class Reader, int R, class Index>
 __global__ void __launch_bounds__(256) elementwise_strided(Writer out, Reader in, detail::Coord<R, Index> extents,
                                                            Index n, TileGrid<Index> g) {
   constexpr int U = strided_unroll;
+  if constexpr (R >= 2) {
+    if (g.runs > 0) return strided_rows(out, in, extents, g);
+  }
   extern __shared__ __align__(16) unsigned char tile_memory[];
   detail::Coord<R, Index> coords[U];
   Index indices[U];

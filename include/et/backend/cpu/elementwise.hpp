@@ -74,6 +74,33 @@ void for_each_coordinate(Index n, const Coord<R, Index>& extents, const F& f) {
   }
 }
 
+/// The row loop: every operand and the output consecutive along the last axis (UnitRows).
+/// Rows are shared out among the threads; each row's operands are rebased to its first
+/// element (RebaseTo) and read through linear() in a loop the compiler vectorizes, as it
+/// does a hand-written stencil's inner loop.
+template <class Reader, class Writer, int R, class Index>
+void run_rows(const Reader& reader, const Writer& writer, const Coord<R, Index>& extents, Index n) {
+  ++elementwise_counters().rows;
+  const Index cols = extents.c[R - 1], rows = n / cols;
+#pragma omp parallel for schedule(static) if (n >= parallel_threshold)
+  for (Index row = 0; row < rows; ++row) {
+    Coord<R, Index> c{};
+    Index rest = row;
+    for (int d = R - 2; d > 0; --d) {
+      c.c[d] = rest % extents.c[d];
+      rest /= extents.c[d];
+    }
+    c.c[0] = rest;
+    auto in = reader;
+    auto out = writer;
+    const RebaseTo<R, Index> rebase{row * cols, c};
+    for_each_leaf_reader(in, rebase);
+    out.data += dot<R, Index>(c, out.strides);
+#pragma omp simd
+    for (Index j = 0; j < cols; ++j) out.linear(j, in.linear(j));
+  }
+}
+
 template <class Index, class T, int R, class D, class E>
 void run_loop(const Tensor<T, R, D>& dst, const E& expr, bool linear) {
   std::vector<std::shared_ptr<void>> buffers;
@@ -81,6 +108,7 @@ void run_loop(const Tensor<T, R, D>& dst, const E& expr, bool linear) {
   const auto writer = make_writer<Index>(dst);
   const Index n = static_cast<Index>(dst.numel());
   if (linear) {
+    ++elementwise_counters().linear;
 #pragma omp parallel if (n >= parallel_threshold)
     {
       // Each thread's own copies: read through the region's shared references, the reader
@@ -92,6 +120,14 @@ void run_loop(const Tensor<T, R, D>& dst, const E& expr, bool linear) {
     }
     return;
   }
+  if constexpr (R >= 2) {
+    UnitRows<R, Index> unit;
+    auto probe = reader;
+    for_each_leaf_reader(probe, unit);
+    if (unit.ok && writer.strides[R - 1] == 1 && rows_path_enabled().load(std::memory_order_relaxed))
+      return run_rows(reader, writer, to_coord<Index>(dst.shape()), n);
+  }
+  ++elementwise_counters().general;
   for_each_coordinate(n, to_coord<Index>(dst.shape()), [&](Index i, const Coord<R, Index>& c) {
     writer.strided(c, reader.strided(i, c));
   });

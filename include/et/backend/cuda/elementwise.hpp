@@ -194,12 +194,30 @@ struct StridedLaunch {
   std::size_t shared_bytes = 0;
   kernels::TileGrid<Index> tiles;
 };
-template <class Index, class Program, std::size_t N>
-StridedLaunch<Index> plan_strided(Program& program, const std::array<std::int64_t, N>& shape, std::int64_t n) {
+template <class Index, class Program, class Writer, std::size_t N>
+StridedLaunch<Index> plan_strided(Program& program, const Writer& writer, const std::array<std::int64_t, N>& shape,
+                                  std::int64_t n) {
   constexpr int R = static_cast<int>(N);
   StridedLaunch<Index> launch;
   launch.blocks = grid_for((n + kernels::strided_unroll - 1) / kernels::strided_unroll);
   if constexpr (R >= 2) {
+    // Rows: the output and every operand consecutive along a last axis long enough to fill
+    // most of a warp's run (kernels::strided_rows).
+    UnitRows<R, Index> unit;
+    for_each_leaf_reader(program, unit);
+    const std::int64_t row_length = shape[N - 1];
+    if (n > 0 && unit.ok && writer.strides[R - 1] == 1 && row_length >= kernels::row_run / 2 &&
+        rows_path_enabled().load(std::memory_order_relaxed)) {
+      const std::int64_t rows = n / row_length, runs = (row_length + kernels::row_run - 1) / kernels::row_run;
+      const std::int64_t warps = block_threads / 32, blocks = (rows + warps - 1) / warps * runs;
+      if (blocks <= std::numeric_limits<std::int32_t>::max()) {
+        launch.blocks = static_cast<int>(blocks);
+        launch.tiles.rows = static_cast<Index>(rows);
+        launch.tiles.cols = static_cast<Index>(row_length);
+        launch.tiles.runs = static_cast<Index>(runs);
+        return launch;
+      }
+    }
     const std::int64_t rows = shape[N - 2], cols = shape[N - 1];
     constexpr std::int64_t shortest = kernels::tile / 2, most_shared = 48 * 1024;
     if (n == 0 || rows < shortest || cols < shortest) return launch;
@@ -223,6 +241,13 @@ StridedLaunch<Index> plan_strided(Program& program, const std::array<std::int64_
   return launch;
 }
 
+/// Counts a strided launch by its kind (eval/evaluator.hpp's ElementwiseCounters).
+template <class Index>
+void count_strided_launch(const kernels::TileGrid<Index>& tiles) {
+  ElementwiseCounters& counters = elementwise_counters();
+  ++(tiles.runs > 0 ? counters.rows : tiles.tiles_c > 0 ? counters.tiled : counters.general);
+}
+
 template <int I, class T, int R, class E>
 void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr) {
   const ElementwisePlan plan = plan_elementwise(dst, expr);
@@ -239,6 +264,7 @@ void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr
   const bool vectorized = plan.wrapped && plan.wrap_granule % V == 0 && vector_aligned<V>(dst, expr);
   const std::int64_t linear_threads = vectorized ? (n + V - 1) / V : n;
   if (plan.wrapped && linear_threads <= max_grid_threads) {
+    ++(vectorized ? elementwise_counters().vector : elementwise_counters().linear);
     // 64-bit indices: no slower on large arrays (addresses are 64-bit anyway) and faster on
     // tiny ones (a CUDA graph of dependent launches on 1024 floats, H200: 0.92 us per
     // kernel against 0.98 with 32-bit indices, the rest of the kernel alike); and the same
@@ -254,7 +280,8 @@ void run_elementwise(Backend<I>, const Tensor<T, R, Cuda<I>>& dst, const E& expr
       auto program = build_program<Index>(expr, dst.shape(), box, call, buffers);
       auto writer = make_writer<Index>(dst, box.origin);
       const std::int64_t count = checked_numel(box.extent);
-      const StridedLaunch<Index> strided = plan_strided<Index>(program, box.extent, count);
+      const StridedLaunch<Index> strided = plan_strided<Index>(program, writer, box.extent, count);
+      count_strided_launch(strided.tiles);
       launch<&kernels::elementwise_strided<decltype(writer), decltype(program), R, Index>>(
           call, strided.blocks, block_threads, strided.shared_bytes, writer, program, to_coord<Index>(box.extent),
           static_cast<Index>(count), strided.tiles);
