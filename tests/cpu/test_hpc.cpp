@@ -1,0 +1,19 @@
+// HPC codes' surfaces on the CPU: several axes at once, windows, stencils over shifted views
+// on the row loop and the coordinate walk (the cases are shared with the GPU tests:
+// tests/common/stencil_cases.hpp).
+#include "../common/stencil_cases.hpp"
+
+#include <catch2/catch.hpp>
+
+TEST_CASE("t(...): several axes at once, bounds, gradients (CPU)", "[hpc][views]") { test::check_indexing<et::Cpu>(); }
+TEST_CASE("windows: assignment writes; a plain handle rebinds (CPU)", "[hpc][views]") { test::check_windows<et::Cpu>(); }
+TEST_CASE("jacobi-2d over windows against a double loop, rows on and off (CPU)", "[hpc][stencil]") {
+  for (const auto [n, m] : {std::pair{37, 53}, {3, 3}, {2, 9}, {2, 2}, {130, 7}}) test::check_jacobi<et::Cpu>(n, m, true);
+}
+TEST_CASE("heat-3d over windows against a double loop, rows on and off (CPU)", "[hpc][stencil]") {
+  test::check_heat<et::Cpu>(9, 11, 70);
+  test::check_heat<et::Cpu>(3, 3, 3);
+}
+TEST_CASE("random statements over windows: the row loop agrees with the coordinate walk (CPU)", "[hpc][stencil]") {
+  test::check_rows_against_general<et::Cpu>();
+}

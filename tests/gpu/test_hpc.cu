@@ -1,0 +1,26 @@
+// HPC codes' surfaces on the GPU: the cases of tests/common/stencil_cases.hpp on CUDA (the
+// strided kernel's rows launch where rows are 64 elements and longer, its general launch
+// otherwise and with the rows path off).
+#include "../common/stencil_cases.hpp"
+
+#include <catch2/catch.hpp>
+
+using Gpu = et::Cuda<0>;
+
+TEST_CASE("GPU: t(...): several axes at once, bounds, gradients", "[hpc][views]") { test::check_indexing<Gpu>(); }
+TEST_CASE("GPU: windows: assignment writes; a plain handle rebinds", "[hpc][views]") { test::check_windows<Gpu>(); }
+TEST_CASE("GPU: jacobi-2d over windows against a double loop, rows on and off", "[hpc][stencil]") {
+  test::check_jacobi<Gpu>(37, 133, true);
+  test::check_jacobi<Gpu>(37, 53, false);  // rows of 51 elements: the general launch
+  test::check_jacobi<Gpu>(3, 300, true);
+  test::check_jacobi<Gpu>(2, 2, false);
+  test::check_jacobi<Gpu>(1000, 1029, true);
+}
+TEST_CASE("GPU: heat-3d over windows against a double loop, rows on and off", "[hpc][stencil]") {
+  test::check_heat<Gpu>(9, 11, 70);
+  test::check_heat<Gpu>(5, 4, 300);
+  test::check_heat<Gpu>(3, 3, 3);
+}
+TEST_CASE("GPU: random statements over windows: the rows launch agrees with the general one", "[hpc][stencil]") {
+  test::check_rows_against_general<Gpu>();
+}
