@@ -374,9 +374,9 @@ ET_HD void for_each_tensor_reader(Reader& reader, F& f) {
 }
 
 /// Moves every leaf of a reader to the element at index i (coordinate c) of its index
-/// space, so that it then reads that element at 0 and the next ones along the last axis
-/// at 1, 2, ... through linear() (the strided kernel's rows and the CPU's row loop, which
-/// take a program only when every leaf has a unit stride along that axis: UnitRows).
+/// space, so that it then reads the elements along the last axis from there: element j of
+/// the row at row_coordinate(j) (the strided kernel's rows and the CPU's row loop, which
+/// take a program only when every leaf reads that axis at stride 1 or 0: RowsReadable).
 template <int R, class Index>
 struct RebaseTo {
   Index i;
@@ -397,18 +397,28 @@ struct RebaseTo {
   ET_HD void operator()(ScalarReader<T>&) const {}
 };
 
-/// Whether every leaf reads consecutive elements along the last axis (stride 1 there), so
-/// that a row can be read through linear() once its leaves are rebased (RebaseTo).
+/// The coordinate of element j of a row, relative to a rebased reader: zeros but the last.
+/// Leaves read it through strided(j, ...) (a slot at j, a tensor at j times its last stride:
+/// 1, or 0 for an operand broadcast along the row).
 template <int R, class Index>
-struct UnitRows {
+ET_HD Coord<R, Index> row_coordinate(Index j) {
+  Coord<R, Index> c{};
+  if constexpr (R >= 1) c.c[R - 1] = j;
+  return c;
+}
+
+/// Whether every leaf reads the last axis at stride 1 (consecutive elements) or 0 (an
+/// operand broadcast along it), so that a row read from its first element is coalesced.
+template <int R, class Index>
+struct RowsReadable {
   bool ok = true;
   template <class T>
   ET_HD void operator()(TensorReader<T, R, Index>& reader) {
-    ok = ok && reader.strides[R - 1] == 1;
+    ok = ok && (reader.strides[R - 1] == 1 || reader.strides[R - 1] == 0);
   }
   template <class Gen>
   ET_HD void operator()(GeneratorReader<Gen, R, Index>& reader) {
-    ok = ok && reader.strides[R - 1] == 1;
+    ok = ok && (reader.strides[R - 1] == 1 || reader.strides[R - 1] == 0);
   }
   template <class Leaf>
   ET_HD void operator()(Leaf&) {}  // slots are contiguous over the index space; scalars read nothing

@@ -111,8 +111,8 @@ __device__ void stage_transposed(Reader& in, const detail::Coord<R, Index>& orig
   __syncthreads();
 }
 
-/// The rows launch of elementwise_strided (TileGrid, row_run): every operand and the
-/// output at unit stride along the last axis.
+/// The rows launch of elementwise_strided (TileGrid, row_run): the output at unit stride
+/// along the last axis, every operand at stride 1 or 0 there (RowsReadable).
 template <class Writer, class Reader, int R, class Index>
 __device__ __forceinline__ void strided_rows(Writer out, Reader in, const detail::Coord<R, Index>& extents,
                                              const TileGrid<Index>& g) {
@@ -136,10 +136,13 @@ __device__ __forceinline__ void strided_rows(Writer out, Reader in, const detail
   typename Reader::value_type values[U];
 #pragma unroll
   for (int k = 0; k < U; ++k)
-    if (col + k * 32 < g.cols) values[k] = in.linear(static_cast<Index>(k * 32));
+    if (col + k * 32 < g.cols) {
+      const auto j = static_cast<Index>(k * 32);
+      values[k] = in.strided(j, detail::row_coordinate<R, Index>(j));
+    }
 #pragma unroll
   for (int k = 0; k < U; ++k)
-    if (col + k * 32 < g.cols) out.linear(static_cast<Index>(k * 32), values[k]);
+    if (col + k * 32 < g.cols) out.strided(detail::row_coordinate<R, Index>(static_cast<Index>(k * 32)), values[k]);
 }
 
 /// Any layout, 32-bit indices, strided_unroll elements per thread. Rows (g.runs > 0): see

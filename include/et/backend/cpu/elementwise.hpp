@@ -74,10 +74,10 @@ void for_each_coordinate(Index n, const Coord<R, Index>& extents, const F& f) {
   }
 }
 
-/// The row loop: every operand and the output consecutive along the last axis (UnitRows).
-/// Rows are shared out among the threads; each row's operands are rebased to its first
-/// element (RebaseTo) and read through linear() in a loop the compiler vectorizes, as it
-/// does a hand-written stencil's inner loop.
+/// The row loop: the output consecutive along the last axis, every operand consecutive or
+/// broadcast along it (RowsReadable). Rows are shared out among the threads; each row's
+/// operands are rebased to its first element (RebaseTo) and read at row_coordinate(j) in a
+/// loop the compiler vectorizes, as it does a hand-written stencil's inner loop.
 template <class Reader, class Writer, int R, class Index>
 void run_rows(const Reader& reader, const Writer& writer, const Coord<R, Index>& extents, Index n) {
   ++elementwise_counters().rows;
@@ -97,7 +97,10 @@ void run_rows(const Reader& reader, const Writer& writer, const Coord<R, Index>&
     for_each_leaf_reader(in, rebase);
     out.data += dot<R, Index>(c, out.strides);
 #pragma omp simd
-    for (Index j = 0; j < cols; ++j) out.linear(j, in.linear(j));
+    for (Index j = 0; j < cols; ++j) {
+      const auto at = row_coordinate<R, Index>(j);
+      out.strided(at, in.strided(j, at));
+    }
   }
 }
 
@@ -121,7 +124,7 @@ void run_loop(const Tensor<T, R, D>& dst, const E& expr, bool linear) {
     return;
   }
   if constexpr (R >= 2) {
-    UnitRows<R, Index> unit;
+    RowsReadable<R, Index> unit;
     auto probe = reader;
     for_each_leaf_reader(probe, unit);
     if (unit.ok && writer.strides[R - 1] == 1 && rows_path_enabled().load(std::memory_order_relaxed))

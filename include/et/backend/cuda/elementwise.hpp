@@ -201,9 +201,9 @@ StridedLaunch<Index> plan_strided(Program& program, const Writer& writer, const 
   StridedLaunch<Index> launch;
   launch.blocks = grid_for((n + kernels::strided_unroll - 1) / kernels::strided_unroll);
   if constexpr (R >= 2) {
-    // Rows: the output and every operand consecutive along a last axis long enough to fill
-    // most of a warp's run (kernels::strided_rows).
-    UnitRows<R, Index> unit;
+    // Rows: the output consecutive along a last axis long enough to fill most of a warp's
+    // run, every operand consecutive or broadcast along it (kernels::strided_rows).
+    RowsReadable<R, Index> unit;
     for_each_leaf_reader(program, unit);
     const std::int64_t row_length = shape[N - 1];
     if (n > 0 && unit.ok && writer.strides[R - 1] == 1 && row_length >= kernels::row_run / 2 &&
