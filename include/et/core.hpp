@@ -20,6 +20,7 @@
 #include "et/device.hpp"
 #include "et/device_set.hpp"
 #include "et/exec/assign.hpp"
+#include "et/ops/statement.hpp"
 #include "et/expr/operators.hpp"
 #include "et/layout.hpp"
 #include "et/ops/creation.hpp"

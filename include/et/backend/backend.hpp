@@ -9,6 +9,8 @@
 // A new kind of device is one tag here and an overload of each verb.
 //
 //   run_elementwise(b, dst, expr)                 dst = expr, one pass       exec/assign.hpp
+//   run_statement(b, space, elements,             several outputs and full   ops/statement.hpp
+//     reductions, finals)                           reductions, one pass
 //   run_gradient(b, program, shape, linear)       a fused backward's pass    derivatives/fused.hpp
 //   reduce_into(b, op, expr, out)                 a reduction of all        ops/reduce.hpp
 //   reduce_axis_into(b, op, expr, problem, out)   a reduction over one axis  ops/reduce.hpp

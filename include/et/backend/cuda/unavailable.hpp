@@ -54,6 +54,11 @@ void cross_entropy_into(Backend<I>, const Operands&...) {
 }
 
 template <int I, class... Operands>
+void run_statement(Backend<I>, const Operands&...) {  // et::assign's statements of several outputs
+  [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
+}
+
+template <int I, class... Operands>
 void run_gradient(Backend<I>, const Operands&...) {  // autograd's fused backward
   [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
 }
