@@ -19,10 +19,13 @@ namespace et::detail {
 template <class T, int R, class D, class A, class B>
 void record_matmul_into(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product);
 
-template <class T, int R, class D, class A, class B>
-void record_matmul(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product) {
-  using Product = MatmulExpr<A, B>;
-  if constexpr (!std::is_same_v<typename Product::value_type, T> || Product::rank != R) {
+template <class T, int R, class D, class A, class B, int S>
+void record_matmul(Tensor<T, R, D>& dst, const MatmulExpr<A, B, S>& product) {
+  using Product = MatmulExpr<A, B, S>;
+  if constexpr (S >= 0) {  // a matrix-vector product: the matrix product recorded, then read as a vector
+    const auto full = eval(MatmulExpr<A, B>(product.lhs(), product.rhs(), product.math_mode()));
+    assign(dst, full.squeeze(S));
+  } else if constexpr (!std::is_same_v<typename Product::value_type, T> || Product::rank != R) {
     assign(dst, eval(product));  // the product in its own type, then converted (recorded too)
     return;
   } else {

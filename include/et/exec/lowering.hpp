@@ -15,20 +15,20 @@ namespace et::detail {
 
 template <class E>
 inline constexpr bool is_matmul_v = false;
-template <class A, class B>
-inline constexpr bool is_matmul_v<MatmulExpr<A, B>> = true;
+template <class A, class B, int S>
+inline constexpr bool is_matmul_v<MatmulExpr<A, B, S>> = true;
 
 /// True when a matmul's operands need a gradient (autograd: exec/assign.hpp).
-template <class A, class B>
-bool needs_grad(const MatmulExpr<A, B>& e) {
+template <class A, class B, int S>
+bool needs_grad(const MatmulExpr<A, B, S>& e) {
   return needs_grad(e.lhs()) || needs_grad(e.rhs());
 }
 
 /// True when an expression tree holds a matmul node anywhere.
 template <class E>
 inline constexpr bool contains_matmul_v = false;
-template <class A, class B>
-inline constexpr bool contains_matmul_v<MatmulExpr<A, B>> = true;
+template <class A, class B, int S>
+inline constexpr bool contains_matmul_v<MatmulExpr<A, B, S>> = true;
 template <class Op, class... Children>
 inline constexpr bool contains_matmul_v<MapExpr<Op, Children...>> = (contains_matmul_v<Children> || ...);
 

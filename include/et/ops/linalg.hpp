@@ -28,204 +28,15 @@
 // A matmul inside a reduction is not lowered: evaluate it first, et::sum(et::eval(p)).
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <memory>
 #include <optional>
-#include <string>
 #include <tuple>
 #include <type_traits>
 
-#include "et/backend/cpu/gemm.hpp"
-#include "et/backend/gemm_problem.hpp"
-#include "et/backend/math_mode.hpp"
-#include "et/exec/assign.hpp"
-#include "et/exec/lowering.hpp"
-#include "et/expr/operators.hpp"
-#include "et/tensor.hpp"
-
-#if defined(ET_DEVICE_COMPILER)
-#include "et/backend/cuda/cublas.hpp"
-#endif
+#include "et/ops/matmul_node.hpp"
 
 namespace et {
 namespace detail {
-
-/// float, double, half and bfloat16: the element types cuBLAS multiplies.
-template <class T>
-inline constexpr bool is_matmul_element_v = is_floating_v<T>;
-
-/// The shape of a @ b: [M, K] @ [K, N] -> [M, N]; with a batch axis on either side the
-/// batches broadcast (an extent of 1 or a missing axis stretches). Throws ShapeError
-/// naming both shapes.
-template <std::size_t RA, std::size_t RB>
-std::array<std::int64_t, (RA > RB ? RA : RB)> matmul_shape(const std::array<std::int64_t, RA>& a,
-                                                           const std::array<std::int64_t, RB>& b) {
-  constexpr std::size_t R = RA > RB ? RA : RB;
-  auto fail = [&](const std::string& why) {
-    throw ShapeError("et: matmul of shapes " + format_shape(a) + " and " + format_shape(b) + ": " + why);
-  };
-  if (a[RA - 1] != b[RB - 2])
-    fail("the inner dimensions differ (" + std::to_string(a[RA - 1]) + " columns on the left, " +
-         std::to_string(b[RB - 2]) + " rows on the right)");
-  std::array<std::int64_t, R> out{};
-  out[R - 2] = a[RA - 2];
-  out[R - 1] = b[RB - 1];
-  if constexpr (R == 3) {
-    const std::int64_t batch_a = RA == 3 ? a[0] : 1, batch_b = RB == 3 ? b[0] : 1;
-    if (batch_a != batch_b && batch_a != 1 && batch_b != 1)
-      fail("the batch dimensions " + std::to_string(batch_a) + " and " + std::to_string(batch_b) +
-           " do not broadcast");
-    out[0] = batch_a == 1 ? batch_b : batch_a;
-  }
-  return out;
-}
-
-/// The lazy product a @ b of two expressions of one floating element type and of rank 2
-/// or 3. Operands are held by value; the math mode is the one in force when it was built.
-template <class A, class B>
-class MatmulExpr : public ExprTag {
- public:
-  using value_type = typename A::value_type;
-  using device_type = common_device_t<typename A::device_type, typename B::device_type>;
-  static constexpr int rank = A::rank > B::rank ? A::rank : B::rank;
-
-  MatmulExpr(const A& a, const B& b, MathMode mode) : a_(a), b_(b), mode_(mode) {
-    require_defined_operand(a);
-    require_defined_operand(b);
-    shape_ = matmul_shape(a.shape(), b.shape());
-  }
-
-  const Shape<rank>& shape() const { return shape_; }
-  const A& lhs() const { return a_; }
-  const B& rhs() const { return b_; }
-  MathMode math_mode() const { return mode_; }
-
- private:
-  A a_;
-  B b_;
-  MathMode mode_;
-  Shape<rank> shape_{};
-};
-
-template <class E>
-inline constexpr bool has_no_storage_v = false;  // scalars and generators read no memory
-template <class T>
-inline constexpr bool has_no_storage_v<ScalarExpr<T>> = true;
-template <class Gen, int R, class D>
-inline constexpr bool has_no_storage_v<GeneratorExpr<Gen, R, D>> = true;
-
-
-// Elementwise evaluation cannot read a matmul node: reductions (and anything else that
-// builds readers straight from an expression) reach these and stop with one message.
-template <class A>
-struct matmul_needs_evaluation {
-  static_assert(never<A>,
-                "et: a matmul cannot be read elementwise here (e.g. inside a reduction); evaluate it first: "
-                "et::sum(et::eval(et::matmul(a, b)))");
-};
-template <int OutR, class Index, class A, class B>
-ScalarReader<float> make_reader(const MatmulExpr<A, B>&, const Shape<OutR>&, const Shape<OutR>& = {}) {
-  [[maybe_unused]] matmul_needs_evaluation<A> report;
-  return ScalarReader<float>{0.0f};
-}
-template <class F, class A, class B>
-void for_each_leaf(const MatmulExpr<A, B>&, F&&) {
-  [[maybe_unused]] matmul_needs_evaluation<A> report;
-}
-
-// --- One GEMM -----------------------------------------------------------------------
-
-/// A tensor's matrices as a BLAS reads them (gemm_problem.hpp), if a BLAS layout fits.
-template <class T, int R, class D>
-std::optional<MatrixView> matrix_view(const Tensor<T, R, D>& t) {
-  static_assert(R == 2 || R == 3);
-  const auto& shape = t.shape();
-  const auto& strides = t.strides();
-  const auto layout = blas_layout(shape[R - 2], shape[R - 1], strides[R - 2], strides[R - 1]);
-  if (!layout) return std::nullopt;
-  std::int64_t batch_stride = 0;
-  if constexpr (R == 3) batch_stride = shape[0] == 1 ? 0 : strides[0];
-  return MatrixView{static_cast<void*>(t.data()), *layout, batch_stride};
-}
-
-/// t itself when a BLAS can read it in place, else a contiguous copy (counted).
-template <class T, int R, class D>
-Tensor<T, R, D> blas_operand(const Tensor<T, R, D>& t) {
-  if (matrix_view(t)) return t;
-  ++gemm_counters().operand_copies;
-  return t.contiguous();
-}
-
-/// A matmul operand as a tensor: tensors as they are (Pinned ones as Cpu handles on the
-/// same storage, after their pending copies: pinned memory computes as the CPU), other
-/// expressions evaluated.
-template <class X>
-auto materialize(const X& x) {
-  if constexpr (is_tensor_v<X> && std::is_same_v<typename X::device_type, Pinned>) {
-    using Host = Tensor<typename X::value_type, X::rank, Cpu>;
-    (void)x.data();  // waits for copies still using the storage
-    return Host(x.storage(), x.offset(), x.shape(), x.strides());
-  } else if constexpr (is_tensor_v<X>) {
-    return x;
-  } else {
-    return eval(x);
-  }
-}
-
-/// The problem out = a @ b for operands and result that have BLAS layouts (matrix_view).
-template <class T, int RA, int RB, int RC, class D>
-GemmProblem gemm_problem(const Tensor<T, RA, D>& a, const Tensor<T, RB, D>& b, const Tensor<T, RC, D>& out) {
-  GemmProblem problem;
-  problem.a = *matrix_view(a);
-  problem.b = *matrix_view(b);
-  problem.c = *matrix_view(out);
-  problem.batch = RC == 3 ? out.shape()[0] : 1;
-  problem.m = out.shape()[RC - 2];
-  problem.n = out.shape()[RC - 1];
-  problem.k = a.shape()[RA - 1];
-  fold_batch_into_rows(problem);
-  return problem;
-}
-
-/// out = a @ b as one GEMM (with `epilogue` applied on CUDA), or with `scale`, out =
-/// alpha * a @ b + beta * out. Preconditions: out has the product's shape and a BLAS layout
-/// (matrix_view), shares no storage with a, b or the epilogue's buffers, and has no
-/// overlapping elements. Returns false, having done nothing, only when an epilogue was asked
-/// for and the backend cannot apply it (GemmEpilogue says what each writes).
-template <class T, int RA, int RB, int RC, class D>
-bool run_gemm(const Tensor<T, RA, D>& a_in, const Tensor<T, RB, D>& b_in, const Tensor<T, RC, D>& out,
-              MathMode mode, GemmEpilogue epilogue = GemmEpilogue::none, EpilogueBuffers<T> buffers = {},
-              GemmScale scale = {}) {
-  if constexpr (!backend_t<D>::fuses_gemm_epilogues) {
-    if (epilogue != GemmEpilogue::none) return false;
-  }
-  if (out.numel() == 0) return !writes_bias_gradient(epilogue);  // a bias gradient may still have elements
-  if (a_in.shape()[RA - 1] == 0) {  // an empty sum (a BLAS may refuse k = 0): beta * out
-    if (epilogue != GemmEpilogue::none) return false;
-    Tensor<T, RC, D> target = out;
-    if (scale.beta == 0) assign(target, ScalarExpr<T>(compute_t<T>(0)));
-    else if (scale.beta != 1) assign(target, cast<T>(cast<double>(target) * scale.beta));
-    return true;
-  }
-  if constexpr (is_16bit_float_v<T> && !backend_t<D>::gemm_takes_16bit) {
-    // Eigen has no fast 16-bit GEMM: multiply in float and round once, as the GPU does.
-    const auto a = eval(cast<float>(a_in));
-    const auto b = eval(cast<float>(b_in));
-    const auto product = scale.beta == 0 ? Tensor<float, RC, D>::allocate(out.shape()) : eval(cast<float>(out));
-    run_gemm(a, b, product, mode, GemmEpilogue::none, {}, scale);
-    Tensor<T, RC, D> target = out;
-    assign(target, product);
-    return true;
-  } else {
-    const Tensor<T, RA, D> a = blas_operand(a_in);
-    const Tensor<T, RB, D> b = blas_operand(b_in);
-    note_stream_uses(a, b, out);
-    GemmProblem problem = gemm_problem(a, b, out);
-    problem.scale = scale;
-    return gemm(backend<D>, problem, mode, epilogue, buffers);  // backend/backend.hpp
-  }
-}
 
 // --- Lowering -----------------------------------------------------------------------
 
@@ -252,9 +63,9 @@ bool reads_storage(const E& e, const std::shared_ptr<void>& storage) {
 template <class T, int R, class D, class E>
 auto lower(const E& e, Tensor<T, R, D>*& into);
 
-template <class T, int R, class D, class A, class B>
-auto evaluate_matmul(const MatmulExpr<A, B>& node, Tensor<T, R, D>*& into) {
-  using Node = MatmulExpr<A, B>;
+template <class T, int R, class D, class A, class B, int S>
+auto evaluate_matmul(const MatmulExpr<A, B, S>& node, Tensor<T, R, D>*& into) {
+  using Node = MatmulExpr<A, B, S>;
   using V = typename Node::value_type;
   using DN = typename Node::device_type;
   const auto a = materialize(node.lhs());
@@ -263,12 +74,12 @@ auto evaluate_matmul(const MatmulExpr<A, B>& node, Tensor<T, R, D>*& into) {
     if (into != nullptr && into->shape() == node.shape()) {
       const Tensor<T, R, D> out = *into;
       into = nullptr;
-      run_gemm(a, b, out, node.math_mode());
+      run_gemm(a, b, product_target<S>(out), node.math_mode());
       return out;
     }
   }
   const auto out = Tensor<V, Node::rank, DN>::allocate(node.shape());
-  run_gemm(a, b, out, node.math_mode());
+  run_gemm(a, b, product_target<S>(out), node.math_mode());
   return out;
 }
 
@@ -349,6 +160,76 @@ struct EpiloguePattern<MapExpr<Op, X>> {
   static const auto& bias(const MapExpr<Op, X>& e) { return BiasSum<X>::bias(std::get<0>(e.children())); }
 };
 
+// --- alpha * matmul(a, b) + beta * dst: one GEMM with its scale factors ---------------
+
+/// A part of a sum, `c * x`, `x * c` or `x` (c a C++ scalar): x and its factor.
+template <class X>
+struct Scaled {
+  using Inner = X;
+  static double factor(const X&) { return 1.0; }
+  static const X& inner(const X& x) { return x; }
+};
+template <class S, class X>
+  requires(!std::is_same_v<X, ScalarExpr<S>>)
+struct Scaled<MapExpr<Mul, ScalarExpr<S>, X>> {
+  using Inner = X;
+  static double factor(const MapExpr<Mul, ScalarExpr<S>, X>& e) { return double(std::get<0>(e.children()).value); }
+  static const X& inner(const MapExpr<Mul, ScalarExpr<S>, X>& e) { return std::get<1>(e.children()); }
+};
+template <class X, class S>
+  requires(!std::is_same_v<X, ScalarExpr<S>>)
+struct Scaled<MapExpr<Mul, X, ScalarExpr<S>>> {
+  using Inner = X;
+  static double factor(const MapExpr<Mul, X, ScalarExpr<S>>& e) { return double(std::get<1>(e.children()).value); }
+  static const X& inner(const MapExpr<Mul, X, ScalarExpr<S>>& e) { return std::get<0>(e.children()); }
+};
+
+/// True when t is dst itself: the same storage, first element and layout.
+template <class U, int R, class DU, class T, int Rank, class D>
+bool is_destination(const Tensor<U, R, DU>& t, const Tensor<T, Rank, D>& dst) {
+  if constexpr (!std::is_same_v<U, T> || R != Rank) return false;
+  else return t.storage() == dst.storage() && t.data() == dst.data() && t.strides() == dst.strides() && t.shape() == dst.shape();
+}
+
+/// One GEMM with alpha and beta (BLAS's own update, C = alpha A B + beta C, cuBLASLt or the
+/// CPU BLAS) for dst = alpha * matmul(a, b) +/- beta * dst in any order (a factor may be
+/// left out; `dst += alpha * matmul(a, b)` is this form too), the product of dst's type and
+/// shape, its operands not reading dst. Returns false, having done nothing, otherwise.
+template <class P, class Y, class T, int Rank, class D>
+bool run_scaled_update(const Tensor<T, Rank, D>& dst, const P& product_part, const Y& dst_part, double sign) {
+  using Product = typename Scaled<P>::Inner;
+  using Target = typename Scaled<Y>::Inner;
+  if constexpr (!is_matmul_v<Product> || !is_tensor_v<Target>) {
+    return false;
+  } else if constexpr (!std::is_same_v<typename Product::value_type, T> || Product::rank != Rank ||
+                       !std::is_same_v<typename Product::device_type, D>) {
+    return false;
+  } else {
+    const Product& node = Scaled<P>::inner(product_part);
+    if (!is_destination(Scaled<Y>::inner(dst_part), dst) || node.shape() != dst.shape()) return false;
+    if (reads_storage(node.lhs(), dst.storage()) || reads_storage(node.rhs(), dst.storage())) return false;
+    const auto target = product_target<Product::squeeze>(dst);
+    if (!matrix_view(target)) return false;
+    run_gemm(materialize(node.lhs()), materialize(node.rhs()), target, node.math_mode(), GemmEpilogue::none, {},
+             GemmScale{Scaled<P>::factor(product_part), sign * Scaled<Y>::factor(dst_part)});
+    return true;
+  }
+}
+template <class T, int Rank, class D, class E>
+bool try_scaled_update(const Tensor<T, Rank, D>&, const E&) {
+  return false;
+}
+template <class T, int Rank, class D, class L, class R>
+bool try_scaled_update(const Tensor<T, Rank, D>& dst, const MapExpr<Add, L, R>& e) {
+  const auto& [left, right] = e.children();
+  return run_scaled_update(dst, left, right, 1.0) || run_scaled_update(dst, right, left, 1.0);
+}
+template <class T, int Rank, class D, class L, class R>
+bool try_scaled_update(const Tensor<T, Rank, D>& dst, const MapExpr<Sub, L, R>& e) {
+  const auto& [left, right] = e.children();
+  return run_scaled_update(dst, left, right, -1.0);
+}
+
 /// Runs dst = expr as one GEMM with an epilogue when expr is such a pattern and the
 /// operands allow it; returns false (having done nothing) otherwise. Precondition: dst
 /// has a BLAS layout and nothing in expr reads its storage.
@@ -385,10 +266,11 @@ bool try_fused_epilogue(const Tensor<T, R, D>& dst, const E& expr) {
 /// allocated, checked against expr's shape and known to be non-empty.
 template <class T, int Rank, class D, class E>
 void assign_with_matmul(Tensor<T, Rank, D>& dst, const E& expr) {
+  if (try_scaled_update(dst, expr)) return;  // alpha * a @ b + beta * dst: one GEMM
   // A GEMM cannot write where it (or anything else in the expression) reads.
   bool dst_is_free = !reads_storage(expr, dst.storage());
   if constexpr (Rank == 2 || Rank == 3) dst_is_free = dst_is_free && matrix_view(dst).has_value();
-  else dst_is_free = false;
+  else if constexpr (Rank != 1) dst_is_free = false;  // a vector (a matrix-vector product's) always has one
   if constexpr (backend_t<D>::fuses_gemm_epilogues) {
     if (dst_is_free && try_fused_epilogue(dst, expr)) return;
   }
@@ -400,33 +282,47 @@ void assign_with_matmul(Tensor<T, Rank, D>& dst, const E& expr) {
 
 }  // namespace detail
 
-/// The matrix product a @ b (torch.matmul for ranks 2 and 3):
+/// The matrix product a @ b (torch.matmul for ranks 1, 2 and 3):
 ///   [M, K] @ [K, N] -> [M, N];  [B, M, K] @ [B, K, N] -> [B, M, N];
 ///   [B, M, K] @ [K, N] and [M, K] @ [B, K, N] -> [B, M, N] (the matrix is shared);
-///   batch extents of 1 broadcast.
+///   batch extents of 1 broadcast;
+///   [M, K] @ [K] -> [M] and [K] @ [K, N] -> [N] (a vector, as torch.matmul: one GEMV-shaped
+///   GEMM, the vector read in place as a column or a row), [B, M, K] @ [K] -> [B, M].
 /// Preconditions (else et::ShapeError naming both shapes): the inner dimensions agree and
 /// the batch extents broadcast. Both operands have one element type (float, double, half
-/// or bfloat16) and one device, and rank 2 or 3 (else a compile error). Lazy: nothing runs
-/// until the result is assigned or evaluated (`Tensor z = et::matmul(a, b);`,
-/// `et::eval(...)`), and then through cuBLASLt on CUDA or Eigen on the CPU (see the top of
-/// this file for what fuses with what). `mode` governs float32 products on CUDA
-/// (backend/math_mode.hpp); it defaults to the calling thread's mode, read here.
+/// or bfloat16) and one device, rank 1, 2 or 3, not both 1 (a dot product is
+/// et::sum(x * y)); else a compile error. Lazy: nothing runs until the result is assigned
+/// or evaluated (`Tensor z = et::matmul(a, b);`, `et::eval(...)`), and then through
+/// cuBLASLt on CUDA or the CPU BLAS (see the top of this file for what fuses with what;
+/// `y = alpha * et::matmul(A, x) + beta * y` is one GEMM with its alpha and beta). `mode`
+/// governs float32 products on CUDA (backend/math_mode.hpp); it defaults to the calling
+/// thread's mode, read here.
 template <Expression A, Expression B>
 auto matmul(const A& a, const B& b, MathMode mode = math_mode()) {
   [[maybe_unused]] detail::same_devices<typename A::device_type, typename B::device_type> check;
   constexpr bool devices_ok = detail::devices_agree_v<typename A::device_type, typename B::device_type>;
   using TA = typename A::value_type;
   using TB = typename B::value_type;
-  constexpr bool ranks_ok = (A::rank == 2 || A::rank == 3) && (B::rank == 2 || B::rank == 3);
+  constexpr bool ranks_ok =
+      A::rank >= 1 && A::rank <= 3 && B::rank >= 1 && B::rank <= 3 && (A::rank != 1 || B::rank != 1);
   constexpr bool types_ok = std::is_same_v<TA, TB> && detail::is_matmul_element_v<TA>;
-  static_assert(ranks_ok, "et: matmul takes matrices (rank 2) or batches of matrices (rank 3)");
+  static_assert(ranks_ok, "et: matmul takes vectors (rank 1), matrices (rank 2) or batches of matrices (rank 3), not "
+                          "two vectors (their dot product is et::sum(x * y))");
   static_assert(!ranks_ok || std::is_same_v<TA, TB>,
                 "et: matmul needs both operands of one element type; convert one with et::cast<T>(x)");
   static_assert(!ranks_ok || !std::is_same_v<TA, TB> || detail::is_matmul_element_v<TA>,
                 "et: matmul needs floating-point operands (float, double, half or bfloat16); convert with "
                 "et::cast<float>(x)");
   if constexpr (devices_ok && ranks_ok && types_ok) {
-    return detail::MatmulExpr<A, B>(a, b, mode);
+    if constexpr (A::rank == 1) {  // a row [1, K] (a tensor's view: its gradient reaches it)
+      const auto row = detail::materialize(a).unsqueeze(0);
+      return detail::MatmulExpr<std::remove_cvref_t<decltype(row)>, B, B::rank - 2>(row, b, mode);
+    } else if constexpr (B::rank == 1) {  // a column [K, 1]
+      const auto column = detail::materialize(b).unsqueeze(1);
+      return detail::MatmulExpr<A, std::remove_cvref_t<decltype(column)>, A::rank - 1>(a, column, mode);
+    } else {
+      return detail::MatmulExpr<A, B>(a, b, mode);
+    }
   } else {
     return a;  // after a failed check, report nothing more
   }

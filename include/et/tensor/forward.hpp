@@ -23,8 +23,8 @@ struct Pool2dOptions;
 
 namespace detail {
 
-template <class A, class B>
-class MatmulExpr;  // ops/linalg.hpp: the lazy product a @ b
+template <class A, class B, int Squeeze = -1>
+class MatmulExpr;  // ops/matmul_node.hpp: the lazy product a @ b
 
 // exec/assign.hpp: evaluates `expr` into `dst` (one kernel or one loop).
 template <class T, int Rank, class D, class E>
@@ -72,8 +72,8 @@ void record_reduction(Tensor<T, RO, D>& out, const E& expr, int axis, const char
 
 // derivatives/linalg.hpp: records dst = a @ b (matmul nodes exist only where ops/linalg.hpp
 // is included).
-template <class T, int R, class D, class A, class B>
-void record_matmul(Tensor<T, R, D>& dst, const MatmulExpr<A, B>& product);
+template <class T, int R, class D, class A, class B, int S>
+void record_matmul(Tensor<T, R, D>& dst, const MatmulExpr<A, B, S>& product);
 
 // derivatives/linear.hpp: records dst = act(a @ w + bias) as one node when expr has that
 // form; false otherwise.
