@@ -34,7 +34,13 @@ ET_MATH_UNARY(sin)
 ET_MATH_UNARY(cos)
 ET_MATH_UNARY(erf)
 ET_MATH_UNARY(fabs)
+ET_MATH_UNARY(floor)
+ET_MATH_UNARY(ceil)
+ET_MATH_UNARY(trunc)
+ET_MATH_UNARY(nearbyint)  // to nearest, ties to even in the default rounding mode
 #undef ET_MATH_UNARY
+ET_HD float fmod(float a, float b) { return ::fmodf(a, b); }
+ET_HD double fmod(double a, double b) { return ::fmod(a, b); }
 ET_HD double tanh(double x) { return ::tanh(x); }
 ET_HD float tanh(float x) {
 #if defined(__CUDA_ARCH__)
@@ -272,6 +278,59 @@ struct GeluTanhFn {
 };
 using GeluTanh = FloatingUnary<GeluTanhFn>;
 #undef ET_UNARY_FN
+
+/// floor, ceil, trunc and round (ties to even, as torch.round) keep integer and bool inputs
+/// as they are (as PyTorch does) and have derivative 0 (PyTorch's convention).
+template <class Fn>
+struct Rounding {
+  template <class A> ET_HD A operator()(A a) const {
+    if constexpr (std::is_floating_point_v<A>) return Fn::apply(a);
+    else return a;
+  }
+  template <int K, class R, class A> ET_HD static A partial(R, A) { return A(0); }
+};
+struct FloorFn { template <class C> ET_HD static C apply(C x) { return math::floor(x); } };
+struct CeilFn { template <class C> ET_HD static C apply(C x) { return math::ceil(x); } };
+struct TruncFn { template <class C> ET_HD static C apply(C x) { return math::trunc(x); } };
+struct RoundFn { template <class C> ET_HD static C apply(C x) { return math::nearbyint(x); } };
+using Floor = Rounding<FloorFn>;
+using Ceil = Rounding<CeilFn>;
+using Trunc = Rounding<TruncFn>;
+using Round = Rounding<RoundFn>;
+
+/// fmod(a, b): a - trunc(a / b) * b, with a's sign (C's fmod, torch.fmod); remainder(a, b):
+/// a - floor(a / b) * b, with b's sign (Python's %, torch.remainder). Integers (in their
+/// promoted type) divide exactly; an integer b of 0 gives 0 (PyTorch raises; a kernel cannot).
+template <bool FloorDivision>
+struct Modulo {
+  template <class A, class B> ET_HD auto operator()(A a, B b) const {
+    using C = promote_t<A, B>;
+    const C x = C(a), y = C(b);
+    if constexpr (std::is_floating_point_v<C>) {
+      const C r = math::fmod(x, y);
+      if constexpr (FloorDivision) return r != C(0) && ((r < C(0)) != (y < C(0))) ? r + y : r;
+      else return r;
+    } else if constexpr (std::is_same_v<C, bool>) {
+      return false;  // x mod true is 0, x mod false 0 by the rule for 0
+    } else {
+      if (y == C(0)) return C(0);
+      if constexpr (std::is_signed_v<C>) {
+        if (y == C(-1)) return C(0);  // also the one quotient that overflows
+      }
+      const C r = x % y;
+      if constexpr (FloorDivision && std::is_signed_v<C>) return r != C(0) && ((r < C(0)) != (y < C(0))) ? C(r + y) : r;
+      else return r;
+    }
+  }
+  /// d/da = 1; d/db = -trunc(a / b) (fmod) or -floor(a / b) (remainder), as PyTorch.
+  template <int K, class R, class A, class B> ET_HD static auto partial(R, A a, B b) {
+    using C = promote_t<A, B>;
+    if constexpr (K == 0) return C(1);
+    else return FloorDivision ? -math::floor(C(a) / C(b)) : -math::trunc(C(a) / C(b));
+  }
+};
+using Fmod = Modulo<false>;
+using Remainder = Modulo<true>;
 
 /// clamp(x, lo, hi) = minimum(maximum(x, lo), hi); NaN in x propagates.
 struct Clamp {

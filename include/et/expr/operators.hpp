@@ -95,6 +95,26 @@ template <Expression E> auto square(E&& e) { return detail::make_map<detail::Squ
 /// max(x, 0); NaN stays NaN.
 template <Expression E> auto relu(E&& e) { return detail::make_map<detail::Relu>(std::forward<E>(e)); }
 
+/// Rounding: floor, ceil, trunc (toward zero) and round (to nearest, ties to even, as
+/// torch.round); integer inputs come back as they are. Derivative 0.
+template <Expression E> auto floor(E&& e) { return detail::make_map<detail::Floor>(std::forward<E>(e)); }
+template <Expression E> auto ceil(E&& e) { return detail::make_map<detail::Ceil>(std::forward<E>(e)); }
+template <Expression E> auto trunc(E&& e) { return detail::make_map<detail::Trunc>(std::forward<E>(e)); }
+template <Expression E> auto round(E&& e) { return detail::make_map<detail::Round>(std::forward<E>(e)); }
+
+/// a - trunc(a / b) * b, with a's sign (torch.fmod); either may be a scalar.
+template <class A, class B> requires ExpressionPair<A, B>
+auto fmod(A&& a, B&& b) {
+  [[maybe_unused]] detail::same_device_operands<A, B> check;
+  return detail::make_map<detail::Fmod>(std::forward<A>(a), std::forward<B>(b));
+}
+/// a - floor(a / b) * b, with b's sign (torch.remainder, Python's %); either may be a scalar.
+template <class A, class B> requires ExpressionPair<A, B>
+auto remainder(A&& a, B&& b) {
+  [[maybe_unused]] detail::same_device_operands<A, B> check;
+  return detail::make_map<detail::Remainder>(std::forward<A>(a), std::forward<B>(b));
+}
+
 /// x to the power p (either may be a scalar); computes in floating point.
 template <class A, class B> requires ExpressionPair<A, B>
 auto pow(A&& x, B&& p) {

@@ -58,6 +58,15 @@ struct LinspaceGenerator {
   }
 };
 
+/// The coordinate along one axis of a row-major index space: element i's
+/// (i / stride) % extent, as T (et::index_grid).
+template <class T>
+struct IndexGridGenerator {
+  using value_type = T;
+  std::int64_t stride, extent;
+  ET_HD T operator()(std::int64_t i) const { return static_cast<T>(i / stride % extent); }
+};
+
 inline void check_finite(double value, const char* what) {
   if (!std::isfinite(value)) throw Error(std::string("et: ") + what + " must be finite, got " + std::to_string(value));
 }
@@ -94,6 +103,26 @@ auto zeros(D dev, const std::int64_t (&shape)[R]) {
   return zeros<T>(dev, detail::to_shape(shape));
 }
 
+/// The index along `axis` of every element of `shape`, as T: NumPy's np.indices(shape)[axis]
+/// (torch.meshgrid of aranges, indexing='ij'), lazy: an expression that reads no memory and is
+/// computed by the kernel that reads it. Grids and coordinates without host loops:
+///   auto x = et::index_grid<float>(dev, {ny, nx}, 1) * dx;      // x coordinate of each point
+/// Throws ShapeError for an axis out of range or a negative extent.
+template <Element T, Device D, std::size_t R>
+detail::GeneratorExpr<detail::IndexGridGenerator<T>, int(R), D> index_grid(D, const std::array<std::int64_t, R>& shape,
+                                                                            int axis) {
+  static_assert(R >= 1, "et: index_grid needs a shape of rank 1 or more");
+  const int a = detail::normalize_axis(axis, int(R), "index_grid", format_shape(shape));
+  detail::checked_numel(shape);
+  std::int64_t stride = 1;
+  for (int d = int(R) - 1; d > a; --d) stride *= std::max<std::int64_t>(shape[std::size_t(d)], 1);
+  return {detail::IndexGridGenerator<T>{stride, std::max<std::int64_t>(shape[std::size_t(a)], 1)}, shape};
+}
+template <Element T, Device D, std::size_t R>
+auto index_grid(D dev, const std::int64_t (&shape)[R], int axis) {
+  return index_grid<T>(dev, detail::to_shape(shape), axis);
+}
+
 /// Every element equal to value (converted to T; for half and bfloat16 rounded once).
 template <Element T, Device D, std::size_t R, Scalar S>
 Tensor<T, int(R), D> full(D, const std::array<std::int64_t, R>& shape, S value) {
@@ -114,6 +143,13 @@ Tensor<T, int(R), D> ones(D dev, const std::array<std::int64_t, R>& shape) {
 template <Element T, Device D, std::size_t R>
 auto ones(D dev, const std::int64_t (&shape)[R]) {
   return ones<T>(dev, detail::to_shape(shape));
+}
+
+/// A 0-d tensor holding `value` (a device scalar: alpha and the dot products of a solver
+/// stay on the device, read by expressions there, never waiting for the host).
+template <Element T, Device D, Scalar S = int>
+Tensor<T, 0, D> scalar(D dev, S value = 0) {
+  return full<T>(dev, Shape<0>{}, value);
 }
 
 /// start, start + step, ... up to but excluding end: ceil((end - start) / step) elements.
