@@ -133,8 +133,8 @@ void check_nn_versions() {
   // batch_norm saves x and the weight; with its ReLU also y (the mask), in eval too.
   for (int written = 0; written < 4; ++written) {
     CAPTURE(written);
-    auto xb = version_leaf<D>(S4{2, 2, 2, 1}), wb = version_leaf<D>(std::array<std::int64_t, 1>{2});
-    auto bb = version_leaf<D>(std::array<std::int64_t, 1>{2}), shortcut = version_leaf<D>(S4{2, 1, 2, 1});
+    auto xb = version_leaf<D>(S4{2, 2, 2, 1}), shortcut = version_leaf<D>(S4{2, 1, 2, 1});
+    auto wb = version_leaf<D>(std::array<std::int64_t, 1>{2}), bb = version_leaf<D>(std::array<std::int64_t, 1>{2});
     const auto mean = et::zeros<double>(D{}, {2}), var = et::ones<double>(D{}, {2});
     auto yb = et::batch_norm_add(xb, shortcut, mean, var, wb, bb, {.training = written != 3, .relu = true}, 1);
     if (written == 0) step(xb);

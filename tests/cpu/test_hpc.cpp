@@ -1,6 +1,7 @@
 // HPC codes' surfaces on the CPU: several axes at once, windows, stencils over shifted views
 // on the row loop and the coordinate walk (the cases are shared with the GPU tests:
 // tests/common/stencil_cases.hpp).
+#include "../common/statement_cases.hpp"
 #include "../common/stencil_cases.hpp"
 
 #include <catch2/catch.hpp>
@@ -16,4 +17,22 @@ TEST_CASE("heat-3d over windows against a double loop, rows on and off (CPU)", "
 }
 TEST_CASE("random statements over windows: the row loop agrees with the coordinate walk (CPU)", "[hpc][stencil]") {
   test::check_rows_against_general<et::Cpu>();
+}
+TEST_CASE("statements: two updates and a reduction in one pass, against doubles (CPU)", "[hpc][statement]") {
+  for (const auto [n, m] : {std::pair<std::int64_t, std::int64_t>{37, 133}, {1, 1}, {0, 5}, {3, 64}, {300, 7}}) {
+    test::check_update_statement<et::Cpu>(n, m, false);
+    test::check_update_statement<et::Cpu>(n, m, true);
+  }
+}
+TEST_CASE("statements: finals, reductions alone, max and min, empty spaces (CPU)", "[hpc][statement]") {
+  test::check_statement_forms<et::Cpu>();
+}
+TEST_CASE("statements: reads of other elements, gradients, errors (CPU)", "[hpc][statement]") {
+  test::check_statement_edges<et::Cpu>();
+}
+TEST_CASE("matmul with a vector, and alpha A x + beta y as one GEMM (CPU)", "[hpc][matmul]") {
+  test::check_matvec<et::Cpu>();
+}
+TEST_CASE("floor, ceil, trunc, round, fmod, remainder; index grids (CPU)", "[hpc][functors]") {
+  test::check_rounding_and_grids<et::Cpu>();
 }

@@ -1,6 +1,7 @@
 // HPC codes' surfaces on the GPU: the cases of tests/common/stencil_cases.hpp on CUDA (the
 // strided kernel's rows launch where rows are 64 elements and longer, its general launch
 // otherwise and with the rows path off).
+#include "../common/statement_cases.hpp"
 #include "../common/stencil_cases.hpp"
 
 #include <catch2/catch.hpp>
@@ -23,4 +24,22 @@ TEST_CASE("GPU: heat-3d over windows against a double loop, rows on and off", "[
 }
 TEST_CASE("GPU: random statements over windows: the rows launch agrees with the general one", "[hpc][stencil]") {
   test::check_rows_against_general<Gpu>();
+}
+TEST_CASE("GPU: statements: two updates and a reduction in one pass, against doubles", "[hpc][statement]") {
+  for (const auto [n, m] : {std::pair<std::int64_t, std::int64_t>{37, 133}, {1, 1}, {0, 5}, {3, 64}, {300, 7}}) {
+    test::check_update_statement<Gpu>(n, m, false);
+    test::check_update_statement<Gpu>(n, m, true);
+  }
+}
+TEST_CASE("GPU: statements: finals, reductions alone, max and min, empty spaces", "[hpc][statement]") {
+  test::check_statement_forms<Gpu>();
+}
+TEST_CASE("GPU: statements: reads of other elements, gradients, errors", "[hpc][statement]") {
+  test::check_statement_edges<Gpu>();
+}
+TEST_CASE("GPU: matmul with a vector, and alpha A x + beta y as one GEMM", "[hpc][matmul]") {
+  test::check_matvec<Gpu>();
+}
+TEST_CASE("GPU: floor, ceil, trunc, round, fmod, remainder; index grids", "[hpc][functors]") {
+  test::check_rounding_and_grids<Gpu>();
 }
