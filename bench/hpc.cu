@@ -9,6 +9,10 @@
 //   conv-3d 15-pt   PolyBench 3DCONV's 15 terms                              512^3    2
 //   heat-3d         B = A + 0.125 (three second differences), then B -> A     512^3    4
 //   fdtd-2d         ey, ex, hz updated in place from each other              8192^2   10
+//   gesummv         y = alpha A x + beta B x (two matrix-vector products)    8192^2   2 matrices
+//   bicg            s = A^T r and q = A p                                    8192^2   1 matrix
+//   CG              the 2-D Poisson problem, one iteration: three statements 4096^2   11 passes
+//                   (stencil + dot, update + dot, direction), eager and as one captured graph
 //
 // etensor runs each twice: as it plans it (the rows path where every operand is consecutive
 // along the last axis), and with the rows path off (the general strided path), so that the
@@ -22,6 +26,9 @@
 
 #include "common.cuh"
 #include "hpc_kernels.cuh"
+#include "hpc_solvers.cuh"
+
+#include <cublas_v2.h>
 
 #include <cstdio>
 #include <fstream>
@@ -64,6 +71,8 @@ class Hpc {
     conv3d15();
     heat3d();
     fdtd2d();
+    gesummv_bicg();
+    cg();
     return report(json_path, device);
   }
 
@@ -259,6 +268,132 @@ class Hpc {
               hpc::launch_rows2d<4>(fz, 0, n - 1, 0, n - 1, bench::stream());
             },
             {&ex, &ey, &hz}, {});
+  }
+
+  void gesummv_bicg() {
+    const int n = n2_;
+    const Grid<2> a = et::rand<float>(et::cuda<0>, {n, n}, 11), b = et::rand<float>(et::cuda<0>, {n, n}, 12);
+    const Grid<1> x = et::rand<float>(et::cuda<0>, {n}, 13), r = et::rand<float>(et::cuda<0>, {n}, 14);
+    Grid<1> y = et::zeros<float>(et::cuda<0>, {n}), s = et::zeros<float>(et::cuda<0>, {n}), q = et::zeros<float>(et::cuda<0>, {n});
+    const float alpha = 1.5f, beta = 1.2f;
+    const double matrix = double(n) * n * sizeof(float);
+    const std::string size = std::to_string(n) + "^2";
+    add("gesummv", size, "etensor", 2 * matrix, time([&] {
+          y = alpha * et::matmul(a, x);
+          y = beta * et::matmul(b, x) + y;  // one GEMM with beta: the update form
+        }));
+    cublasHandle_t handle;
+    cublasCreate(&handle);
+    cublasSetStream(handle, bench::stream());
+    Grid<1> y2 = et::zeros<float>(et::cuda<0>, {n});
+    const float one = 1.0f, zero = 0.0f;
+    add("gesummv", size, "cuBLAS sgemv (two calls)", 2 * matrix, time([&] {
+          // row-major A is column-major A^T: y = alpha A x is gemv with CUBLAS_OP_T
+          cublasSgemv(handle, CUBLAS_OP_T, n, n, &alpha, a.data(), n, x.data(), 1, &zero, y2.data(), 1);
+          cublasSgemv(handle, CUBLAS_OP_T, n, n, &beta, b.data(), n, x.data(), 1, &one, y2.data(), 1);
+        }), bench::compare_on_device(y.data(), y2.data(), n, 1e-4).ok());
+    add("bicg", size, "etensor (two products)", matrix, time([&] {
+          s = et::matmul(a.transpose(0, 1), r);
+          q = et::matmul(a, x);
+        }));
+    Grid<1> s2 = et::zeros<float>(et::cuda<0>, {n}), q2 = et::zeros<float>(et::cuda<0>, {n});
+    const auto hand = [&] {
+      ET_CUDA_CHECK(cudaMemsetAsync(s2.data(), 0, n * sizeof(float), bench::stream()));
+      ET_CUDA_CHECK(cudaMemsetAsync(q2.data(), 0, n * sizeof(float), bench::stream()));
+      const dim3 grid((n + 255) / 256, (n + 8 * hpc::bicg_rows_per_warp - 1) / (8 * hpc::bicg_rows_per_warp));
+      hpc::bicg<<<grid, 256, 0, bench::stream()>>>(a.data(), r.data(), x.data(), s2.data(), q2.data(), n);
+    };
+    const double hand_us = time(hand);
+    const bool ok = bench::compare_on_device(s.data(), s2.data(), n, 1e-4).ok() &&
+                    bench::compare_on_device(q.data(), q2.data(), n, 1e-4).ok();
+    add("bicg", size, "hand fused (A read once)", matrix, hand_us, ok);
+    cublasDestroy(handle);
+  }
+
+  /// CG on the Poisson problem of an n x n interior: etensor's three statements (as
+  /// examples/cg_poisson.cpp) beside the hand-fused three kernels, eager and captured.
+  void cg() {
+    const int n = n2_ / 2;
+    const std::int64_t side = n + 2, total = side * side;
+    const std::string size = std::to_string(n) + "^2";
+    const double bytes = 11.0 * total * sizeof(float);
+    constexpr int batch = 20;  // iterations per timed call (and per captured graph)
+    const Grid<2> b0 = [&] {
+      Grid<2> b = et::zeros<float>(et::cuda<0>, {side, side});
+      b(range(1, -1), range(1, -1)) = et::rand<float>(et::cuda<0>, {n, n}, 15);
+      return b;
+    }();
+    // etensor
+    Grid<2> x = et::zeros<float>(et::cuda<0>, {side, side}), r = b0.clone(), p = b0.clone(),
+            ap = et::zeros<float>(et::cuda<0>, {side, side});
+    et::Tensor<float, 0, Gpu> rr = et::scalar<float>(et::cuda<0>), rr_next = et::scalar<float>(et::cuda<0>),
+                              pap = et::scalar<float>(et::cuda<0>);
+    const auto center = p(range(1, -1), range(1, -1)), north = p(range(0, -2), range(1, -1)),
+               south = p(range(2), range(1, -1)), west = p(range(1, -1), range(0, -2)), east = p(range(1, -1), range(2));
+    auto ap_inside = ap(range(1, -1), range(1, -1));
+    const auto reset = [&] {
+      x = 0.0f, ap = 0.0f;
+      r.copy_(b0), p.copy_(b0);
+      et::assign(rr, et::sum_of(r * r));
+    };
+    const auto iterate = [&] {
+      const auto product = 4.0f * center - north - south - west - east;
+      et::assign(std::tie(ap_inside, pap), product, et::sum_of(center * product));
+      const auto alpha = rr / pap;
+      const auto r_next = r - alpha * ap;
+      et::assign(std::tie(x, r, rr_next), x + alpha * p, r_next, et::sum_of(r_next * r_next));
+      et::assign(std::tie(p, rr), r + (rr_next / rr) * p, rr_next);
+    };
+    const auto run = [&] {
+      for (int k = 0; k < batch; ++k) iterate();
+    };
+    reset();
+    run();
+    const Grid<2> x_etensor = x.clone();
+    reset();
+    add("CG iteration", size, "etensor, eager", bytes, time(run) / batch);
+    reset();
+    run();  // set up before the capture
+    const auto stream = et::Stream<Gpu>::create();
+    const auto graph = et::capture(stream, run);
+    const auto on = et::current_stream(et::cuda<0>);  // where the timing events go
+    add("CG iteration", size, "etensor, captured", bytes, time([&] { graph.replay(on); }) / batch, true,
+        "graph of " + std::to_string(graph.kernels()) + " kernels for " + std::to_string(batch) + " iterations");
+    // the hand-fused three kernels
+    Grid<2> hx = et::zeros<float>(et::cuda<0>, {side, side}), hr = b0.clone(), hp = b0.clone(),
+            hap = et::zeros<float>(et::cuda<0>, {side, side});
+    Grid<1> scalars = et::zeros<float>(et::cuda<0>, {4});  // rr[0], rr[1], pap, unused
+    float* sc = scalars.data();
+    const int blocks = et::device_properties(0).multiprocessors * 8;
+    const auto hand_reset = [&] {
+      hx = 0.0f, hap = 0.0f, scalars = 0.0f;
+      hr.copy_(b0), hp.copy_(b0);
+      scalars(0) = et::sum(hr * hr);
+    };
+    const auto hand_run = [&](cudaStream_t s) {
+      for (int k = 0; k < batch; ++k) {
+        float* rr_cur = sc + k % 2;
+        float* rr_nxt = sc + (k + 1) % 2;
+        hpc::cg_stencil_dot<<<blocks, 256, 0, s>>>(hp.data(), hap.data(), sc + 2, rr_nxt, n);
+        hpc::cg_update_dot<<<blocks, 256, 0, s>>>(hx.data(), hr.data(), hp.data(), hap.data(), rr_cur, sc + 2, rr_nxt, total);
+        hpc::cg_direction<<<blocks, 256, 0, s>>>(hp.data(), hr.data(), rr_cur, rr_nxt, sc + 2, total);
+      }
+    };
+    hand_reset();
+    hand_run(bench::stream());
+    const bool ok = bench::compare_on_device(hx.data(), x_etensor.data(), total, 1e-3).ok();
+    add("CG iteration", size, "hand fused, eager", bytes, time([&] { hand_run(bench::stream()); }) / batch, ok);
+    cudaGraph_t hand_graph;
+    cudaGraphExec_t hand_exec;
+    ET_CUDA_CHECK(cudaStreamBeginCapture(stream.native(), cudaStreamCaptureModeThreadLocal));
+    hand_run(stream.native());
+    ET_CUDA_CHECK(cudaStreamEndCapture(stream.native(), &hand_graph));
+    ET_CUDA_CHECK(cudaGraphInstantiate(&hand_exec, hand_graph, 0));
+    add("CG iteration", size, "hand fused, captured", bytes,
+        time([&] { ET_CUDA_CHECK(cudaGraphLaunch(hand_exec, bench::stream())); }) / batch);
+    ET_CUDA_CHECK(cudaStreamSynchronize(bench::stream()));
+    cudaGraphExecDestroy(hand_exec);
+    cudaGraphDestroy(hand_graph);
   }
 
   int report(const std::string& json_path, const et::DeviceProperties& device) const {
