@@ -392,7 +392,13 @@ class Tensor : public detail::ExprTag {
   }
 
   Tensor& write(const Tensor& b) {
-    detail::assign(*this, b);
+    // A plain C++ file compiles handle assignment of CUDA tensors (moves, copies, containers),
+    // so writing a CUDA window there is refused when it happens rather than at compile time.
+    if constexpr (D::is_cuda && !detail::device_compiler)
+      throw Error("et: writing into a window of a CUDA tensor runs a kernel: compile this file with nvcc "
+                  "(a .cu file, or LANGUAGE CUDA)");
+    else
+      detail::assign(*this, b);
     return *this;
   }
   template <class B>

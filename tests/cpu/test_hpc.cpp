@@ -9,7 +9,7 @@
 TEST_CASE("t(...): several axes at once, bounds, gradients (CPU)", "[hpc][views]") { test::check_indexing<et::Cpu>(); }
 TEST_CASE("windows: assignment writes; a plain handle rebinds (CPU)", "[hpc][views]") { test::check_windows<et::Cpu>(); }
 TEST_CASE("jacobi-2d over windows against a double loop, rows on and off (CPU)", "[hpc][stencil]") {
-  for (const auto [n, m] : {std::pair{37, 53}, {3, 3}, {2, 9}, {2, 2}, {130, 7}}) test::check_jacobi<et::Cpu>(n, m, true);
+  for (const auto& [n, m] : {std::pair{37, 53}, {3, 3}, {2, 9}, {2, 2}, {130, 7}}) test::check_jacobi<et::Cpu>(n, m, true);
 }
 TEST_CASE("heat-3d over windows against a double loop, rows on and off (CPU)", "[hpc][stencil]") {
   test::check_heat<et::Cpu>(9, 11, 70);
@@ -19,7 +19,7 @@ TEST_CASE("random statements over windows: the row loop agrees with the coordina
   test::check_rows_against_general<et::Cpu>();
 }
 TEST_CASE("statements: two updates and a reduction in one pass, against doubles (CPU)", "[hpc][statement]") {
-  for (const auto [n, m] : {std::pair<std::int64_t, std::int64_t>{37, 133}, {1, 1}, {0, 5}, {3, 64}, {300, 7}}) {
+  for (const auto& [n, m] : {std::pair<std::int64_t, std::int64_t>{37, 133}, {1, 1}, {0, 5}, {3, 64}, {300, 7}}) {
     test::check_update_statement<et::Cpu>(n, m, false);
     test::check_update_statement<et::Cpu>(n, m, true);
   }

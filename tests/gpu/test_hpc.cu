@@ -26,7 +26,7 @@ TEST_CASE("GPU: random statements over windows: the rows launch agrees with the 
   test::check_rows_against_general<Gpu>();
 }
 TEST_CASE("GPU: statements: two updates and a reduction in one pass, against doubles", "[hpc][statement]") {
-  for (const auto [n, m] : {std::pair<std::int64_t, std::int64_t>{37, 133}, {1, 1}, {0, 5}, {3, 64}, {300, 7}}) {
+  for (const auto& [n, m] : {std::pair<std::int64_t, std::int64_t>{37, 133}, {1, 1}, {0, 5}, {3, 64}, {300, 7}}) {
     test::check_update_statement<Gpu>(n, m, false);
     test::check_update_statement<Gpu>(n, m, true);
   }
