@@ -105,6 +105,45 @@ void check_windows() {
   CHECK_THROWS_AS((b_in = et::zeros<float>(D{}, {3, 3})), et::ShapeError);
 }
 
+/// et::noalias(dst) = expr: one kernel straight into dst (no temporary where another window
+/// of dst's storage is read), compound forms, a temporary view, recording onto the named
+/// tensor, and its errors.
+template <class D>
+void check_noalias() {
+  using et::range;
+  for (const std::int64_t n : {0, 1, 7, 1000}) {
+    CAPTURE(n);
+    auto x = uniform_tensor<D, 1>({2 * n}, 9);
+    const auto before = x.to_vector();
+    const auto blocks = [] { return et::memory_stats(D{}).total_allocations; };
+    auto low = x(range(0, n));
+    const auto high = x(range(n, 2 * n));
+    auto start = blocks();
+    low = high * 2.0f;  // checked: the two windows share a storage, so a temporary first
+    CHECK(blocks() - start == (n > 0 ? 1u : 0u));
+    start = blocks();
+    et::noalias(low) = high * 2.0f;  // promised: straight in
+    et::noalias(x(range(0, n))) += high;  // a temporary view, and a compound form
+    CHECK(blocks() == start);
+    const auto got = x.to_vector();
+    for (std::int64_t i = 0; i < n; ++i) {
+      CHECK(got[std::size_t(i)] == 3.0f * before[std::size_t(n + i)]);
+      CHECK(got[std::size_t(n + i)] == before[std::size_t(n + i)]);
+    }
+  }
+  // Recorded: the history lands on the tensor named, and the gradient is the expression's.
+  auto w = et::ones<float>(D{}, {5});
+  w.requires_grad_(true);
+  et::Tensor<float, 1, D> y = w * 1.0f;
+  et::noalias(y) = w * 3.0f;
+  et::sum(y).backward();
+  for (const float g : w.grad().to_vector()) CHECK(g == 3.0f);
+  et::Tensor<float, 1, D> undefined;
+  CHECK_THROWS_WITH(et::noalias(undefined) = w * 2.0f, Catch::Contains("et: noalias() on an undefined"));
+  auto z = et::zeros<float>(D{}, {4});
+  CHECK_THROWS_AS(et::noalias(z) = et::zeros<float>(D{}, {3}), et::ShapeError);
+}
+
 /// jacobi-2d's sweep into B's interior from five windows of A, on an n x m grid.
 template <class D>
 void check_jacobi(std::int64_t n, std::int64_t m, bool rows_expected) {

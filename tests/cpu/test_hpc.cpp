@@ -8,6 +8,9 @@
 
 TEST_CASE("t(...): several axes at once, bounds, gradients (CPU)", "[hpc][views]") { test::check_indexing<et::Cpu>(); }
 TEST_CASE("windows: assignment writes; a plain handle rebinds (CPU)", "[hpc][views]") { test::check_windows<et::Cpu>(); }
+TEST_CASE("noalias: one kernel straight into the destination, recorded onto it, errors (CPU)", "[hpc][views]") {
+  test::check_noalias<et::Cpu>();
+}
 TEST_CASE("jacobi-2d over windows against a double loop, rows on and off (CPU)", "[hpc][stencil]") {
   for (const auto& [n, m] : {std::pair{37, 53}, {3, 3}, {2, 9}, {2, 2}, {130, 7}}) test::check_jacobi<et::Cpu>(n, m, true);
 }

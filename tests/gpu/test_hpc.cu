@@ -10,6 +10,7 @@ using Gpu = et::Cuda<0>;
 
 TEST_CASE("GPU: t(...): several axes at once, bounds, gradients", "[hpc][views]") { test::check_indexing<Gpu>(); }
 TEST_CASE("GPU: windows: assignment writes; a plain handle rebinds", "[hpc][views]") { test::check_windows<Gpu>(); }
+TEST_CASE("GPU: noalias: one kernel straight into the destination, recorded onto it, errors", "[hpc][views]") { test::check_noalias<Gpu>(); }
 TEST_CASE("GPU: jacobi-2d over windows against a double loop, rows on and off", "[hpc][stencil]") {
   test::check_jacobi<Gpu>(37, 133, true);
   test::check_jacobi<Gpu>(37, 53, false);  // rows of 51 elements: the general launch

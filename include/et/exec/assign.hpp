@@ -156,7 +156,7 @@ Shape<Rank> assigned_shape(const Tensor<T, Rank, D>& dst, const E& expr) {
 /// The evaluation itself, recorded or not: allocates an undefined dst, checks shapes and
 /// overlap, then runs one kernel (one loop on the CPU).
 template <class T, int Rank, class D, class E>
-void evaluate(Tensor<T, Rank, D>& dst, const E& expr) {
+void evaluate(Tensor<T, Rank, D>& dst, const E& expr, Aliasing aliasing) {
   if (!dst.defined()) dst = Tensor<T, Rank, D>::allocate(assigned_shape(dst, expr));
   else dst.note_write();  // an in-place write (autograd's version counter)
   check_assignable(dst.shape(), expr.shape());
@@ -164,7 +164,7 @@ void evaluate(Tensor<T, Rank, D>& dst, const E& expr) {
   if (dst.numel() == 0) return;
   if constexpr (contains_matmul_v<E>) {
     assign_with_matmul(dst, expr);  // ops/linalg.hpp: the GEMMs first, then the elementwise rest
-  } else if (reads_overlap_writes(dst, expr)) {
+  } else if (aliasing == Aliasing::checked && reads_overlap_writes(dst, expr)) {
     const Tensor<T, Rank, D> temporary = Tensor<T, Rank, D>::allocate(dst.shape());
     run_on_device(temporary, expr);
     run_on_device(dst, temporary);
@@ -174,7 +174,7 @@ void evaluate(Tensor<T, Rank, D>& dst, const E& expr) {
 }
 
 template <class T, int Rank, class D, class E>
-void assign(Tensor<T, Rank, D>& dst, const E& expr) {
+void assign(Tensor<T, Rank, D>& dst, const E& expr, Aliasing aliasing) {
   [[maybe_unused]] const auto checked = common_device_of<D, typename E::device_type>();
   // Operands on two devices: reported once, where they met; nothing more is compiled.
   constexpr bool one_device = devices_agree_v<D, typename E::device_type> && devices_agree_in_v<E>;
@@ -199,7 +199,7 @@ void assign(Tensor<T, Rank, D>& dst, const E& expr) {
       if (grad_enabled() && needs_grad(expr)) return assign_recorded(dst, expr);
     }
 #endif
-    evaluate(dst, expr);
+    evaluate(dst, expr, aliasing);  // a recorded assignment above keeps the check: its backward reads the operands
 #if !defined(ET_NO_AUTOGRAD)
     if constexpr (is_floating_v<T>) {
       if (!dst.is_leaf() && grad_enabled()) record_constant_write(dst);  // its old history no longer applies
@@ -222,4 +222,57 @@ auto eval(const E& expr) {
 
 namespace et {
 using detail::eval;
+
+/// `et::noalias(dst) = expr` (Eigen's `dst.noalias() = expr`): the caller promises that no
+/// operand reads an element of dst other than the one written at the same index, so the
+/// assignment runs one kernel straight into dst where it would otherwise evaluate into a
+/// temporary first (an operand that is another window of dst's storage: the check cannot
+/// tell two windows that do not meet from two that do). Where an operand does read other
+/// elements of dst, the result is unspecified (elements are written in no set order). A
+/// recorded assignment (a gradient needed) keeps the check. dst must be defined; +=, -=, *=
+/// and /= likewise.
+template <class T, int Rank, class D>
+class NoAlias {
+ public:
+  explicit NoAlias(Tensor<T, Rank, D>& dst) : dst_(&dst) { require_defined(); }
+  explicit NoAlias(Tensor<T, Rank, D>&& view) : owned_(std::move(view)), dst_(&owned_) { require_defined(); }
+  NoAlias(const NoAlias&) = delete;  // it refers to dst: used where it is made, as Eigen's proxy is
+  NoAlias& operator=(const NoAlias&) = delete;
+  template <Expression E>
+  NoAlias& operator=(const E& expr) {
+    [[maybe_unused]] detail::same_devices<D, typename E::device_type> check;
+    detail::assign(*dst_, expr, detail::Aliasing::promised_none);
+    return *this;
+  }
+  template <Operand X>
+  NoAlias& operator+=(const X& x) { return compound<detail::Add>(x); }
+  template <Operand X>
+  NoAlias& operator-=(const X& x) { return compound<detail::Sub>(x); }
+  template <Operand X>
+  NoAlias& operator*=(const X& x) { return compound<detail::Mul>(x); }
+  template <Operand X>
+  NoAlias& operator/=(const X& x) { return compound<detail::Div>(x); }
+
+ private:
+  template <class Op, class X>
+  NoAlias& compound(const X& x) {
+    [[maybe_unused]] detail::same_device_operands<Tensor<T, Rank, D>, X> check;
+    detail::assign(*dst_, detail::make_map<Op>(*dst_, x), detail::Aliasing::promised_none);
+    return *this;
+  }
+  void require_defined() const {
+    if (!dst_->defined()) throw Error("et: noalias() on an undefined (default-constructed) tensor");
+  }
+  Tensor<T, Rank, D> owned_;  // a temporary view (noalias(a.t(...))): its handle lives here
+  Tensor<T, Rank, D>* dst_;   // the tensor written: recording attaches its history there
+};
+
+template <Element T, int Rank, Device D>
+NoAlias<T, Rank, D> noalias(Tensor<T, Rank, D>& dst) {
+  return NoAlias<T, Rank, D>(dst);
+}
+template <Element T, int Rank, Device D>
+NoAlias<T, Rank, D> noalias(Tensor<T, Rank, D>&& view) {
+  return NoAlias<T, Rank, D>(std::move(view));
+}
 }

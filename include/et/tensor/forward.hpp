@@ -26,14 +26,19 @@ namespace detail {
 template <class A, class B, int Squeeze = -1>
 class MatmulExpr;  // ops/matmul_node.hpp: the lazy product a @ b
 
+/// Whether an assignment looks for operands that read other elements of the destination
+/// than the one written (checked: then it evaluates into a temporary first), or the user
+/// promised that none does (et::noalias(dst) = expr: one kernel straight into dst).
+enum class Aliasing : bool { checked, promised_none };
+
 // exec/assign.hpp: evaluates `expr` into `dst` (one kernel or one loop).
 template <class T, int Rank, class D, class E>
-void assign(Tensor<T, Rank, D>& dst, const E& expr);
+void assign(Tensor<T, Rank, D>& dst, const E& expr, Aliasing aliasing = Aliasing::checked);
 
 // exec/assign.hpp: assign() without recording anything (what backward code writes with:
 // a gradient is never differentiated again).
 template <class T, int Rank, class D, class E>
-void evaluate(Tensor<T, Rank, D>& dst, const E& expr);
+void evaluate(Tensor<T, Rank, D>& dst, const E& expr, Aliasing aliasing = Aliasing::checked);
 
 // exec/lowering.hpp's hook, defined in ops/linalg.hpp: evaluates an expression that holds
 // matmul nodes into dst, which assign() has already allocated and checked.
