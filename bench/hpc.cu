@@ -10,7 +10,7 @@
 //   heat-3d         B = A + 0.125 (three second differences), then B -> A     512^3    4
 //   fdtd-2d         ey, ex, hz updated in place from each other              8192^2   10
 //   gesummv         y = alpha A x + beta B x (two matrix-vector products)    8192^2   2 matrices
-//   bicg            s = A^T r and q = A p                                    8192^2   1 matrix
+//   bicg            s = A^T r and q = A p (two products; et::matvec_pair)    8192^2   1 matrix
 //   CG              the 2-D Poisson problem, one iteration: three statements 4096^2   11 passes
 //                   (stencil + dot, update + dot, direction), eager and as one captured graph
 //
@@ -296,6 +296,12 @@ class Hpc {
           s = et::matmul(a.transpose(0, 1), r);
           q = et::matmul(a, x);
         }));
+    Grid<1> s1, q1;
+    add("bicg", size, "etensor matvec_pair (A read once)", matrix, time([&] {
+          auto [ax, aty] = et::matvec_pair(a, x, r);
+          q1 = std::move(ax), s1 = std::move(aty);
+        }), bench::compare_on_device(s.data(), s1.data(), n, 1e-4).ok() &&
+            bench::compare_on_device(q.data(), q1.data(), n, 1e-4).ok());
     Grid<1> s2 = et::zeros<float>(et::cuda<0>, {n}), q2 = et::zeros<float>(et::cuda<0>, {n});
     const auto hand = [&] {
       ET_CUDA_CHECK(cudaMemsetAsync(s2.data(), 0, n * sizeof(float), bench::stream()));

@@ -130,7 +130,7 @@ void check_statement_edges() {
 /// one GEMM, against doubles; transposed and strided operands.
 template <class D>
 void check_matvec() {
-  for (const auto [m, n] : {std::pair<std::int64_t, std::int64_t>{37, 53}, {1, 1}, {1, 9}, {64, 1}, {0, 5}}) {
+  for (const auto& [m, n] : {std::pair<std::int64_t, std::int64_t>{37, 53}, {1, 1}, {1, 9}, {64, 1}, {0, 5}}) {
     CAPTURE(m, n);
     const auto a = uniform_tensor<D, 2>({m, n}, 61), at = uniform_tensor<D, 2>({n, m}, 62).transpose(0, 1);
     const auto x = uniform_tensor<D, 1>({2 * n}, 63)(et::range(0, 2 * n, 2));  // a stepped vector
@@ -209,6 +209,74 @@ void check_rounding_and_grids() {
       }
   CHECK(host(et::index_grid<float>(D{}, {0, 3}, 1)).empty());
   CHECK_THROWS_AS(et::index_grid<float>(D{}, {3, 4}, 2), et::ShapeError);
+}
+
+/// matvec_pair(A, x, y) = {A x, A^T y} against doubles: row-major, column-major, stepped and
+/// padded layouts of A, empty and narrow shapes (the GPU's two-product path below 128 columns),
+/// the same bits on a second run, double and bfloat16, gradients (recorded as two products),
+/// errors.
+template <class D, class T = float>
+void check_matvec_pair_layouts(std::int64_t m, std::int64_t n, double tolerance) {
+  using et::range;
+  CAPTURE(m, n);
+  const auto to_t = [](const auto& f) { return et::eval(et::cast<T>(f)); };
+  const auto x = to_t(uniform_tensor<D, 1>({n}, 71)), y = to_t(uniform_tensor<D, 1>({2 * m}, 72))(range(0, 2 * m, 2));
+  const et::Tensor<T, 2, D> layouts[] = {
+      to_t(uniform_tensor<D, 2>({m, n}, 73)), to_t(uniform_tensor<D, 2>({n, m}, 74)).transpose(0, 1),
+      to_t(uniform_tensor<D, 2>({m, 2 * n}, 75))(range(), range(0, 2 * n, 2)),
+      to_t(uniform_tensor<D, 2>({m, n + 3}, 76))(range(), range(0, n))};
+  const auto xv = et::eval(et::cast<double>(x)).to_vector(), yv = et::eval(et::cast<double>(y)).to_vector();
+  for (const auto& a : layouts) {
+    const auto av = et::eval(et::cast<double>(a)).to_vector();
+    std::vector<double> ax(std::size_t(m), 0.0), aty(std::size_t(n), 0.0);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        ax[std::size_t(i)] += av[std::size_t(i * n + j)] * xv[std::size_t(j)];
+        aty[std::size_t(j)] += av[std::size_t(i * n + j)] * yv[std::size_t(i)];
+      }
+    const auto [q, s] = et::matvec_pair(a, x, y);
+    REQUIRE(q.shape() == et::Shape<1>{m});
+    REQUIRE(s.shape() == et::Shape<1>{n});
+    check_scaled_close(et::eval(et::cast<double>(q)).to_vector(), ax, tolerance, "A x differs from doubles");
+    check_scaled_close(et::eval(et::cast<double>(s)).to_vector(), aty, tolerance, "A^T y differs from doubles");
+    const auto again = et::matvec_pair(a, x, y);  // a fixed order of sums: the same bits
+    CHECK(et::eval(et::cast<double>(again.ax)).to_vector() == et::eval(et::cast<double>(q)).to_vector());
+    CHECK(et::eval(et::cast<double>(again.aty)).to_vector() == et::eval(et::cast<double>(s)).to_vector());
+  }
+}
+
+template <class D>
+void check_matvec_pair() {
+  for (const auto& [m, n] : {std::pair<std::int64_t, std::int64_t>{37, 53}, {1, 1}, {0, 5}, {5, 0}, {1, 300},
+                             {300, 1}, {3, 300}, {300, 130}, {513, 700}, {2, 1000}})
+    check_matvec_pair_layouts<D>(m, n, 1e-5);
+  check_matvec_pair_layouts<D, double>(129, 257, 1e-14);
+  check_matvec_pair_layouts<D, et::bfloat16>(40, 300, 1e-2);
+  // Gradients: sum(A x) + sum(A^T y) gives dA[i][j] = x[j] + y[i], dx = A's column sums,
+  // dy = its row sums.
+  auto a = uniform_tensor<D, 2>({6, 140}, 77);
+  auto x = uniform_tensor<D, 1>({140}, 78), y = uniform_tensor<D, 1>({6}, 79);
+  a.requires_grad_(true), x.requires_grad_(true), y.requires_grad_(true);
+  const auto [q, s] = et::matvec_pair(a, x, y);
+  et::Tensor<float, 0, D> total = et::sum(q) + et::sum(s);
+  total.backward();
+  const auto av = a.detach().to_vector(), xv = x.detach().to_vector(), yv = y.detach().to_vector();
+  const auto ga = a.grad().to_vector(), gx = x.grad().to_vector(), gy = y.grad().to_vector();
+  for (std::size_t i = 0; i < 6; ++i)
+    for (std::size_t j = 0; j < 140; ++j) CHECK(ga[i * 140 + j] == Approx(xv[j] + yv[i]));
+  for (std::size_t j = 0; j < 140; ++j) {
+    double column = 0;
+    for (std::size_t i = 0; i < 6; ++i) column += av[i * 140 + j];
+    CHECK(gx[j] == Approx(column).margin(1e-5));
+  }
+  for (std::size_t i = 0; i < 6; ++i) {
+    double row = 0;
+    for (std::size_t j = 0; j < 140; ++j) row += av[i * 140 + j];
+    CHECK(gy[i] == Approx(row).margin(1e-4));
+  }
+  CHECK_THROWS_WITH(et::matvec_pair(a.detach(), y.detach(), y.detach()),
+                    Catch::Contains("et: matvec_pair: A of shape [6, 140] needs x of shape [140] and y of shape [6]"));
+  CHECK_THROWS_AS(et::matvec_pair(et::Tensor<float, 2, D>{}, x.detach(), y.detach()), et::Error);
 }
 
 }  // namespace test

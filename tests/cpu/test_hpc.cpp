@@ -39,3 +39,4 @@ TEST_CASE("matmul with a vector, and alpha A x + beta y as one GEMM (CPU)", "[hp
 TEST_CASE("floor, ceil, trunc, round, fmod, remainder; index grids (CPU)", "[hpc][functors]") {
   test::check_rounding_and_grids<et::Cpu>();
 }
+TEST_CASE("matvec_pair: A x and A^T y reading A once, layouts, types, gradients, errors (CPU)", "[hpc][matmul]") { test::check_matvec_pair<et::Cpu>(); }

@@ -44,3 +44,4 @@ TEST_CASE("GPU: matmul with a vector, and alpha A x + beta y as one GEMM", "[hpc
 TEST_CASE("GPU: floor, ceil, trunc, round, fmod, remainder; index grids", "[hpc][functors]") {
   test::check_rounding_and_grids<Gpu>();
 }
+TEST_CASE("GPU: matvec_pair: A x and A^T y reading A once, layouts, types, gradients, errors", "[hpc][matmul]") { test::check_matvec_pair<Gpu>(); }

@@ -29,6 +29,7 @@
 //   sort_rows(b, in, indices, rows, length, desc) sort / topk's order        ops/scan.hpp
 //   run_multi_tensor(b, list, update)             one optimizer step over    optim/optimizer.hpp
 //                                                 many tensors
+//   matvec_pair(b, a, lda, x, y, ax, aty, m, n)   A x and A^T y, A read once ops/matvec_pair.hpp
 //
 // What the verbs take (problems, geometries, reduction and softmax kinds, math modes,
 // tensor lists) is described beside this file: backend/{gemm_problem, reduce_ops,
@@ -43,6 +44,8 @@
 // The stream a backend queues on is decided in one place as well: runtime/stream.hpp.
 #pragma once
 
+#include <cstdint>
+
 #include "et/device.hpp"
 
 namespace et::detail {
@@ -53,6 +56,8 @@ struct Backend {
   static constexpr bool fuses_gemm_epilogues = false;
   /// GEMMs on half and bfloat16 operands: no, ops/linalg.hpp multiplies in float.
   static constexpr bool gemm_takes_16bit = false;
+  /// matvec_pair's one pass runs at any width (a row is one vectorized loop).
+  static constexpr std::int64_t matvec_pair_min_columns = 0;
 };
 }  // namespace cpu_backend
 
@@ -61,6 +66,8 @@ template <int I>
 struct Backend {
   static constexpr bool fuses_gemm_epilogues = true;
   static constexpr bool gemm_takes_16bit = true;
+  /// Narrower matrices take two cuBLAS products: matvec_pair's kernel reads a row a warp.
+  static constexpr std::int64_t matvec_pair_min_columns = 128;
 };
 }  // namespace cuda_backend
 

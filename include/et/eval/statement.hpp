@@ -135,7 +135,8 @@ struct StatementProgram<Pack<Writers...>, Pack<Elements...>, Pack<Reductions...>
   template <class Index, std::size_t... Rs, std::size_t... Fs>
   ET_HD void finish_impl([[maybe_unused]] const Accs& totals, [[maybe_unused]] std::int64_t n,
                          std::index_sequence<Rs...>, std::index_sequence<Fs...>) const {
-    const Pack<typename Finals::value_type...> values(pack_get<Fs>(finals).in.strided(Index{0}, Coord<0, Index>{})...);
+    [[maybe_unused]] const Pack<typename Finals::value_type...> values(
+        pack_get<Fs>(finals).in.strided(Index{0}, Coord<0, Index>{})...);
     ((*pack_get<Rs>(reductions).out = static_cast<std::remove_pointer_t<decltype(pack_get<Rs>(reductions).out)>>(
           Reductions::op::finish(pack_get<Rs>(totals), n))),
      ...);

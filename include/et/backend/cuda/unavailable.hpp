@@ -59,6 +59,11 @@ void run_statement(Backend<I>, const Operands&...) {  // et::assign's statements
 }
 
 template <int I, class... Operands>
+void matvec_pair(Backend<I>, const Operands&...) {
+  [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
+}
+
+template <int I, class... Operands>
 void run_gradient(Backend<I>, const Operands&...) {  // autograd's fused backward
   [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
 }
