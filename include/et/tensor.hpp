@@ -33,10 +33,9 @@ namespace et {
 ///  - `a = b;` with b a Tensor of the same type rebinds the handle a (no data moves);
 ///  - `a = expr;` (any other expression or scalar) evaluates into a's existing storage,
 ///    as does assigning to a temporary view (`x.slice(...) = y`) and `a.copy_(b)`.
-/// A window, the view t(...) gives (several axes at once, et::range) and every copy of its
-/// handle, is always written: `window = b` writes b's values into it, as Eigen's blocks,
-/// Kokkos's subviews and MatX's slices are written (docs/guide.md, "HPC codes").
-/// A default-constructed tensor is undefined: assigning an expression to it allocates.
+/// A window (the view t(...) gives, and every copy of its handle) is always written, as
+/// Eigen's blocks and Kokkos's subviews are (docs/guide.md, "HPC codes"); et::noalias(a) = e
+/// skips the aliasing check. A default-constructed tensor is undefined: assigning allocates.
 template <Element T, int Rank, Device D = Cpu>
 class Tensor : public detail::ExprTag {
   static_assert(Rank >= 0, "et: a tensor's rank cannot be negative");
@@ -391,14 +390,10 @@ class Tensor : public detail::ExprTag {
     return *this;
   }
 
-  Tensor& write(const Tensor& b) {
-    // A plain C++ file compiles handle assignment of CUDA tensors (moves, copies, containers),
-    // so writing a CUDA window there is refused when it happens rather than at compile time.
+  Tensor& write(const Tensor& b) {  // a plain C++ file moves CUDA handles: a window's write is refused at run time
     if constexpr (D::is_cuda && !detail::device_compiler)
-      throw Error("et: writing into a window of a CUDA tensor runs a kernel: compile this file with nvcc "
-                  "(a .cu file, or LANGUAGE CUDA)");
-    else
-      detail::assign(*this, b);
+      throw Error("et: writing into a window of a CUDA tensor runs a kernel: compile this file with nvcc");
+    else detail::assign(*this, b);
     return *this;
   }
   template <class B>
@@ -409,7 +404,6 @@ class Tensor : public detail::ExprTag {
     defined_ = b.defined_, view_ = b.view_, window_ = b.window_;
     return *this;
   }
-
   void require_defined(const char* what) const {
     if (!defined_) throw Error(std::string("et: ") + what + " on an undefined (default-constructed) tensor");
   }
