@@ -412,13 +412,16 @@ ET_HD Coord<R, Index> row_coordinate(Index j) {
 template <int R, class Index>
 struct RowsReadable {
   bool ok = true;
+  bool unit = true;  ///< and none broadcast along it: a rebased row reads as linear(j)
   template <class T>
   ET_HD void operator()(TensorReader<T, R, Index>& reader) {
     ok = ok && (reader.strides[R - 1] == 1 || reader.strides[R - 1] == 0);
+    unit = unit && reader.strides[R - 1] == 1;
   }
   template <class Gen>
   ET_HD void operator()(GeneratorReader<Gen, R, Index>& reader) {
     ok = ok && (reader.strides[R - 1] == 1 || reader.strides[R - 1] == 0);
+    unit = unit && reader.strides[R - 1] == 1;
   }
   template <class Leaf>
   ET_HD void operator()(Leaf&) {}  // slots are contiguous over the index space; scalars read nothing

@@ -76,30 +76,47 @@ void for_each_coordinate(Index n, const Coord<R, Index>& extents, const F& f) {
 
 /// The row loop: the output consecutive along the last axis, every operand consecutive or
 /// broadcast along it (RowsReadable). Rows are shared out among the threads; each row's
-/// operands are rebased to its first element (RebaseTo) and read at row_coordinate(j) in a
-/// loop the compiler vectorizes, as it does a hand-written stencil's inner loop.
+/// operands are rebased to its first element (RebaseTo) and read at element j of the row in
+/// a loop the compiler vectorizes, as it does a hand-written stencil's inner loop: as
+/// linear(j) (data[j], contiguous loads) where every operand is consecutive along the row
+/// (`unit`), else at row_coordinate(j) (j times a last stride of 1 or 0, known only at run
+/// time: gathers, about 10x slower on AVX2).
 template <class Reader, class Writer, int R, class Index>
-void run_rows(const Reader& reader, const Writer& writer, const Coord<R, Index>& extents, Index n) {
+void run_rows(const Reader& reader, const Writer& writer, const Coord<R, Index>& extents, Index n, bool unit) {
   ++elementwise_counters().rows;
   const Index cols = extents.c[R - 1], rows = n / cols;
-#pragma omp parallel for schedule(static) if (n >= parallel_threshold)
-  for (Index row = 0; row < rows; ++row) {
-    Coord<R, Index> c{};
-    Index rest = row;
-    for (int d = R - 2; d > 0; --d) {
-      c.c[d] = rest % extents.c[d];
-      rest /= extents.c[d];
-    }
-    c.c[0] = rest;
-    auto in = reader;
-    auto out = writer;
-    const RebaseTo<R, Index> rebase{row * cols, c};
-    for_each_leaf_reader(in, rebase);
-    out.data += dot<R, Index>(c, out.strides);
+#pragma omp parallel if (n >= parallel_threshold)
+  {
+    Index threads = 1, thread = 0;
+#if defined(_OPENMP)
+    threads = static_cast<Index>(omp_get_num_threads());
+    thread = static_cast<Index>(omp_get_thread_num());
+#endif
+    // Each thread a run of whole rows, its coordinates stepped like an odometer (a short
+    // row of a 3-D stencil cannot afford R - 1 divisions).
+    const Index chunk = (rows + threads - 1) / threads;
+    const Index begin = std::min<Index>(rows, chunk * thread), end = std::min<Index>(rows, begin + chunk);
+    Coord<R, Index> c = unravel<R, Index>(begin * cols, extents);
+    for (Index row = begin; row < end; ++row) {
+      auto in = reader;
+      auto out = writer;
+      const RebaseTo<R, Index> rebase{row * cols, c};
+      for_each_leaf_reader(in, rebase);
+      out.data += dot<R, Index>(c, out.strides);
+      if (unit) {
 #pragma omp simd
-    for (Index j = 0; j < cols; ++j) {
-      const auto at = row_coordinate<R, Index>(j);
-      out.strided(at, in.strided(j, at));
+        for (Index j = 0; j < cols; ++j) out.linear(j, in.linear(j));
+      } else {
+#pragma omp simd
+        for (Index j = 0; j < cols; ++j) {
+          const auto at = row_coordinate<R, Index>(j);
+          out.strided(at, in.strided(j, at));
+        }
+      }
+      for (int d = R - 2; d >= 0; --d) {
+        if (++c.c[d] < extents.c[d]) break;
+        c.c[d] = 0;
+      }
     }
   }
 }
@@ -128,7 +145,7 @@ void run_loop(const Tensor<T, R, D>& dst, const E& expr, bool linear) {
     auto probe = reader;
     for_each_leaf_reader(probe, unit);
     if (unit.ok && writer.strides[R - 1] == 1 && rows_path_enabled().load(std::memory_order_relaxed))
-      return run_rows(reader, writer, to_coord<Index>(dst.shape()), n);
+      return run_rows(reader, writer, to_coord<Index>(dst.shape()), n, unit.unit);
   }
   ++elementwise_counters().general;
   for_each_coordinate(n, to_coord<Index>(dst.shape()), [&](Index i, const Coord<R, Index>& c) {
