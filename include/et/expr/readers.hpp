@@ -407,12 +407,11 @@ ET_HD Coord<R, Index> row_coordinate(Index j) {
   return c;
 }
 
-/// Whether every leaf reads the last axis at stride 1 (consecutive elements) or 0 (an
-/// operand broadcast along it), so that a row read from its first element is coalesced.
+/// Whether every leaf reads the last axis at stride 1 or 0 (broadcast along it): a row read
+/// from its first element is coalesced; `unit`: all at 1, a rebased row reads as linear(j).
 template <int R, class Index>
 struct RowsReadable {
-  bool ok = true;
-  bool unit = true;  ///< and none broadcast along it: a rebased row reads as linear(j)
+  bool ok = true, unit = true;
   template <class T>
   ET_HD void operator()(TensorReader<T, R, Index>& reader) {
     ok = ok && (reader.strides[R - 1] == 1 || reader.strides[R - 1] == 0);
