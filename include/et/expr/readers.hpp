@@ -397,9 +397,8 @@ struct RebaseTo {
   ET_HD void operator()(ScalarReader<T>&) const {}
 };
 
-/// The coordinate of element j of a row, relative to a rebased reader: zeros but the last.
-/// Leaves read it through strided(j, ...) (a slot at j, a tensor at j times its last stride:
-/// 1, or 0 for an operand broadcast along the row).
+/// Element j of a row, relative to a rebased reader: read through strided(j, ...) (a slot
+/// at j, a tensor at j times its last stride: 1, or 0 for one broadcast along the row).
 template <int R, class Index>
 ET_HD Coord<R, Index> row_coordinate(Index j) {
   Coord<R, Index> c{};
