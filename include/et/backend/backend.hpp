@@ -30,6 +30,8 @@
 //   run_multi_tensor(b, list, update)             one optimizer step over    optim/optimizer.hpp
 //                                                 many tensors
 //   matvec_pair(b, a, lda, x, y, ax, aty, m, n)   A x and A^T y, A read once ops/matvec_pair.hpp
+//   layer_norm_forward / layer_norm_backward      layer normalization (and   ops/layer_norm.hpp
+//     (b, geometry, buffers)                        its residual form)
 //
 // What the verbs take (problems, geometries, reduction and softmax kinds, math modes,
 // tensor lists) is described beside this file: backend/{gemm_problem, reduce_ops,

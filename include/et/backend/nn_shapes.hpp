@@ -273,3 +273,48 @@ inline Shape<4> pool2d_output_shape(const Shape<4>& input, const Pool2dOptions& 
 }
 
 }  // namespace et
+
+namespace et::detail {
+
+/// Layer normalization over the last axis: `rows` rows of `cols` values each, packed (row
+/// r's values at r * cols). y = (x - mean) * rstd * weight + bias, rstd = 1 / sqrt(var + eps),
+/// var biased, per row. The residual form first makes h = x + residual (rounded to T) and
+/// normalizes h.
+struct LayerNormGeometry {
+  std::int64_t rows = 0, cols = 0;
+  double eps = 1e-5;
+};
+
+/// What layer_norm_forward reads and writes (T the activations' type, P weight's and bias's,
+/// C the compute type of the saved statistics). A null pointer: not there (no residual, no
+/// weight or bias, h not wanted; mean and rstd not saved).
+template <class T, class P, class C>
+struct LayerNormForward {
+  const T* x;
+  const T* residual;
+  const P* weight;
+  const P* bias;
+  T* h;
+  T* y;
+  C* mean;
+  C* rstd;
+};
+
+/// What layer_norm_backward reads and writes: x the normalized input (h in the residual
+/// form), dy y's gradient, dh a gradient that reached h by another path (added to dx; null:
+/// none). dx = rstd * (w dy - mean(w dy) - xhat * mean(w dy xhat)) + dh; dweight = the
+/// column sums of dy xhat, dbias of dy (null: not wanted).
+template <class T, class P, class C>
+struct LayerNormBackward {
+  const T* x;
+  const T* dy;
+  const P* weight;
+  const C* mean;
+  const C* rstd;
+  const T* dh;
+  T* dx;
+  P* dweight;
+  P* dbias;
+};
+
+}  // namespace et::detail

@@ -13,6 +13,7 @@
 
 #include "et/autograd/graph.hpp"
 #include "et/ops/batch_norm.hpp"
+#include "et/ops/layer_norm.hpp"
 #include "et/ops/nn.hpp"
 #include "et/ops/reduce.hpp"
 
@@ -92,6 +93,39 @@ void record_batch_norm([[maybe_unused]] Tensor<T, 4, D>& y, [[maybe_unused]] con
       record_op(y, "batch_norm", std::tie(x, weight, bias, *residual), gradients, packed, output, w, save_mean,
                 save_invstd);
     }
+  }
+}
+
+/// Records y = layer_norm(x, weight, bias) for autograd: one node whose backward gives dx,
+/// dweight and dbias from one backend call (and the small kernel of the column sums), from
+/// x (packed), the weight and the rows' mean and rstd saved by the forward.
+template <class T, int R, class D, class P, class C>
+void record_layer_norm([[maybe_unused]] Tensor<T, R, D>& y, [[maybe_unused]] const Tensor<T, R, D>& x,
+                       [[maybe_unused]] const Tensor<T, R, D>& packed, [[maybe_unused]] const Tensor<P, 1, D>& weight,
+                       [[maybe_unused]] const Tensor<P, 1, D>& bias, [[maybe_unused]] const Tensor<P, 1, D>& w,
+                       [[maybe_unused]] const Tensor<C, 1, D>& mean, [[maybe_unused]] const Tensor<C, 1, D>& rstd,
+                       [[maybe_unused]] const LayerNormGeometry& geometry) {
+  if constexpr (records_on<D>) {
+    auto backward = [geometry](const auto& g, const auto& needs, const auto& x, const auto& w, const auto& mean,
+                               const auto& rstd) {
+      Tensor<T, R, D> dx;
+      Tensor<P, 1, D> dw, db;
+      if (needs[0]) dx = Tensor<T, R, D>::allocate(x.shape());
+      if (needs[1]) dw = Tensor<P, 1, D>::allocate({geometry.cols});
+      if (needs[2]) db = Tensor<P, 1, D>::allocate({geometry.cols});
+      const Tensor<T, R, D> dy = g.contiguous();
+      if (geometry.rows == 0) {  // no rows: the column sums are zeros
+        if (dw.defined()) evaluate(dw, ScalarExpr<P>(P(0)));
+        if (db.defined()) evaluate(db, ScalarExpr<P>(P(0)));
+        return std::tuple{dx, dw, db};
+      }
+      layer_norm_backward(backend<D>, geometry,
+                          LayerNormBackward<T, P, C>{x.data(), dy.data(), pointer_of(w), mean.data(), rstd.data(),
+                                                     nullptr, pointer_of(dx), pointer_of(dw), pointer_of(db)});
+      note_stream_uses(x, dy, w, mean, rstd, dx, dw, db);
+      return std::tuple{dx, dw, db};
+    };
+    record_op(y, "layer_norm", std::tie(x, weight, bias), backward, packed, w, mean, rstd);
   }
 }
 

@@ -1,6 +1,6 @@
 // The modules without parameters, and Sequential:
 //
-//   et::nn::ReLU  Sigmoid  Tanh  GELU  Dropout(p, seed)  Flatten  MaxPool2d(k, stride)  AvgPool2d(k, stride)
+//   et::nn::ReLU  Sigmoid  Tanh  GELU({.approximate = "tanh"})  Dropout(p, seed)  Flatten  MaxPool2d(k, stride)  AvgPool2d(k, stride)
 //   et::nn::AdaptiveAvgPool2d({1, 1})   (global average pooling; any output size)
 //   et::nn::Sequential seq(et::nn::Linear<float, D>(dev, 64, 32, 1), et::nn::ReLU{}, ...);   seq(x)
 //
@@ -35,9 +35,33 @@ ET_NN_ELEMENTWISE_MODULE(ReLU, relu)
 /// 1 / (1 + exp(-x))
 ET_NN_ELEMENTWISE_MODULE(Sigmoid, sigmoid)
 ET_NN_ELEMENTWISE_MODULE(Tanh, tanh)
-/// Exact GELU, x Phi(x) (PyTorch's default, approximate='none').
-ET_NN_ELEMENTWISE_MODULE(GELU, gelu)
 #undef ET_NN_ELEMENTWISE_MODULE
+
+struct GeluOptions {
+  std::string approximate = "none";  ///< "none": x Phi(x); "tanh": GPT-2's tanh approximation
+};
+
+/// GELU as PyTorch's nn.GELU(approximate=...): exact, x Phi(x), by default; with
+/// {.approximate = "tanh"}, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+class GELU : public Module<GELU> {
+ public:
+  GELU() = default;
+  explicit GELU(const GeluOptions& options) : tanh_(options.approximate == "tanh") {
+    if (options.approximate != "none" && options.approximate != "tanh")
+      throw Error("et: GELU: approximate must be \"none\" or \"tanh\", got \"" + options.approximate + "\"");
+  }
+  auto members() { return et::nn::members("approximate_tanh", tanh_); }
+  /// True for the tanh approximation.
+  bool approximates() const noexcept { return tanh_; }
+
+  template <class T, int R, class D>
+  Tensor<T, R, D> forward(const Tensor<T, R, D>& x) {
+    return tanh_ ? Tensor<T, R, D>(gelu_tanh(x)) : Tensor<T, R, D>(gelu(x));
+  }
+
+ private:
+  bool tanh_ = false;
+};
 
 /// In training, zeroes each element with probability p and scales the others by 1/(1 - p);
 /// in eval returns its input. Each call draws a new mask.

@@ -5,6 +5,7 @@
 //   et::nn::Linear<float, et::Cuda<0>> fc(et::cuda<0>, 784, 10, /*seed=*/1);   fc(x)  // x [N, 784] or [B, N, 784]
 //   et::nn::Conv2d<float, D> conv(dev, 3, 16, 3, {.padding = {1, 1}}, 2);      conv(x)  // x [N, 3, H, W]
 //   et::nn::BatchNorm2d<float, D> bn(dev, 16);                                   bn(x)    // running statistics
+//   et::nn::LayerNorm<float, D> ln(dev, 768);                ln(x), ln.forward_add(x, r)  // x [..., 768]
 #pragma once
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "et/nn/init.hpp"
 #include "et/nn/module.hpp"
 #include "et/ops/index.hpp"
+#include "et/ops/layer_norm.hpp"
 #include "et/ops/linalg.hpp"
 #include "et/derivatives/nn.hpp"
 #include "et/ops/nn.hpp"
@@ -317,6 +319,59 @@ class BatchNorm2d : public Module<BatchNorm2d<T, D>> {
     } else {
       return {};
     }
+  }
+};
+
+struct LayerNormOptions {
+  double eps = 1e-5;
+  bool elementwise_affine = true;  ///< false: no weight and no bias
+  bool bias = true;                ///< false: a weight alone (PyTorch's bias=False)
+};
+
+/// Layer normalization over the last axis (PyTorch's LayerNorm(features)): weight (1) and
+/// bias (0) are parameters of T, undefined where the options leave them out. A float
+/// LayerNorm also takes half and bfloat16 inputs (its parameters stay float, as under
+/// PyTorch's autocast). forward_add(x, r) is et::add_layer_norm: {h = x + r, layer_norm(h)}.
+template <class T, Device D>
+class LayerNorm : public Module<LayerNorm<T, D>> {
+ public:
+  Tensor<T, 1, D> weight, bias;
+  LayerNormOptions options;
+  std::int64_t features = 0;
+
+  LayerNorm() = default;
+  LayerNorm(D dev, std::int64_t features, const LayerNormOptions& options = {})
+      : options(options), features(features) {
+    detail::require_positive("LayerNorm", "features", features);
+    if (options.elementwise_affine) {
+      weight = detail::constant_parameter<T, 1>(dev, Shape<1>{features}, T(1));
+      if (options.bias) bias = detail::constant_parameter<T, 1>(dev, Shape<1>{features}, T(0));
+    }
+  }
+
+  auto members() { return et::nn::members("weight", weight, "bias", bias, "options", options, "features", features); }
+
+  template <class TX, int R, class DX>
+  Tensor<TX, R, D> forward(const Tensor<TX, R, DX>& x) {
+    check<TX, DX>(x.defined() ? x.size(R - 1) : features, x.defined() ? format_shape(x.shape()) : "undefined");
+    return et::layer_norm(x, weight, bias, options.eps);
+  }
+  template <class TX, int R, class DX>
+  LayerNormResidual<TX, R, D> forward_add(const Tensor<TX, R, DX>& x, const Tensor<TX, R, DX>& r) {
+    check<TX, DX>(x.defined() ? x.size(R - 1) : features, x.defined() ? format_shape(x.shape()) : "undefined");
+    return et::add_layer_norm(x, r, weight, bias, options.eps);
+  }
+
+ private:
+  template <class TX, class DX>
+  void check(std::int64_t last, const std::string& shape) const {
+    [[maybe_unused]] et::detail::same_devices<D, DX> devices;
+    static_assert(std::is_same_v<TX, T> || (std::is_same_v<T, float> && et::detail::is_16bit_float_v<TX>),
+                  "et: LayerNorm<T, D> takes tensors of its element type T, or half/bfloat16 ones when T is float "
+                  "(mixed precision)");
+    if (last != features)
+      throw ShapeError("et: LayerNorm(" + std::to_string(features) + "): the input has shape " + shape +
+                       "; its last axis must be " + std::to_string(features));
   }
 };
 

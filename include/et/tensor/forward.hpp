@@ -98,6 +98,13 @@ void record_batch_norm(Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, const Tenso
                        const Tensor<compute_t<T>, 1, D>& save_mean, const Tensor<compute_t<T>, 1, D>& save_invstd,
                        const BatchNormGeometry& geometry);
 
+// derivatives/nn.hpp: records y = layer_norm(x, weight, bias) for autograd.
+struct LayerNormGeometry;
+template <class T, int R, class D, class P, class C>
+void record_layer_norm(Tensor<T, R, D>& y, const Tensor<T, R, D>& x, const Tensor<T, R, D>& packed,
+                       const Tensor<P, 1, D>& weight, const Tensor<P, 1, D>& bias, const Tensor<P, 1, D>& w,
+                       const Tensor<C, 1, D>& mean, const Tensor<C, 1, D>& rstd, const LayerNormGeometry& geometry);
+
 // derivatives/nn.hpp: records y = max_pool2d(x) (max) or avg_pool2d(x) for autograd.
 template <class T, class D>
 void record_pool(Tensor<T, 4, D>& y, const Tensor<T, 4, D>& x, const Pool2dOptions& options, bool max);

@@ -64,6 +64,16 @@ void matvec_pair(Backend<I>, const Operands&...) {
 }
 
 template <int I, class... Operands>
+void layer_norm_forward(Backend<I>, const Operands&...) {
+  [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
+}
+
+template <int I, class... Operands>
+void layer_norm_backward(Backend<I>, const Operands&...) {
+  [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
+}
+
+template <int I, class... Operands>
 void run_gradient(Backend<I>, const Operands&...) {  // autograd's fused backward
   [[maybe_unused]] cuda_evaluation_needs_nvcc<Cuda<I>> report;
 }

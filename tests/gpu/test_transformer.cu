@@ -1,0 +1,18 @@
+// Transformer pieces on a GPU: layer normalization (its vectorized and one-value-a-load
+// kernels, the backward's column sums), add_layer_norm, nn::LayerNorm, nn::GELU
+// (tests/common/layer_norm_cases.hpp, shared with the CPU tests).
+#include "../common/layer_norm_cases.hpp"
+
+#include <catch2/catch.hpp>
+
+using Gpu = et::Cuda<0>;
+
+TEST_CASE("GPU: layer_norm and add_layer_norm against doubles, four types, gradients", "[layer_norm]") {
+  test::check_layer_norm_forms<Gpu>();
+}
+TEST_CASE("GPU: layer_norm: gradcheck, also through add_layer_norm", "[layer_norm]") {
+  test::check_layer_norm_gradcheck<Gpu>();
+}
+TEST_CASE("GPU: nn::LayerNorm, nn::GELU's approximations, errors", "[layer_norm][modules]") {
+  test::check_layer_norm_module_and_errors<Gpu>();
+}
