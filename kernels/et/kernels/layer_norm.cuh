@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(256)
       squares += d * d;
     }
   }
-  const C rstd = rsqrt(warp_all_sum(squares) / static_cast<C>(g.cols) + static_cast<C>(g.eps));
+  const C rstd = ::rsqrt(warp_all_sum(squares) / static_cast<C>(g.cols) + static_cast<C>(g.eps));
   for (std::int64_t j = std::int64_t{lane} * V; j < g.cols; j += 32 * V) {
     const auto v = load_values<V>(in + j);
     detail::Vec<T, V> y;
