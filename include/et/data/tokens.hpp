@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "et/device.hpp"
+#include "et/exec/assign.hpp"  // a moved window handle writes (Tensor::write)
 #include "et/io/files.hpp"
 #include "et/runtime/error.hpp"
 #include "et/tensor.hpp"
