@@ -82,6 +82,18 @@ TEST_CASE("from_blob and DLPack refuse strides whose reach passes 64 bits of byt
   managed.dl_tensor.data = nullptr;
   CHECK_THROWS_WITH((et::from_dlpack<float, 2>(et::cpu, &managed)),
                     Contains("et: from_dlpack(cpu, ...): a null pointer"));
+  // The dlpack fuzz target's finding (2026-12-07, 3.2M executions): a null data pointer with
+  // a byte_offset of 2^64 - 256 was accepted as the pointer 2^64 - 256.
+  managed.dl_tensor.byte_offset = ~std::uint64_t{255};
+  CHECK_THROWS_WITH((et::from_dlpack<float, 2>(et::cpu, &managed)),
+                    Contains("et: from_dlpack(cpu, ...): a null pointer"));
+  managed.dl_tensor.data = memory.data();  // an offset that wraps the address space
+  CHECK_THROWS_WITH((et::from_dlpack<float, 2>(et::cpu, &managed)),
+                    Contains("byte_offset 18446744073709551360 passes the end of the address space"));
+  managed.dl_tensor.byte_offset = 0;
+  // A layout whose last byte would lie past the end of the address space.
+  auto* top = reinterpret_cast<float*>((UINTPTR_MAX - 15) & ~std::uintptr_t{15});
+  CHECK_THROWS_WITH(et::from_blob(et::cpu, top, {8}), Contains("pass the end of the address space"));
 }
 
 TEST_CASE("DLPack: a device type this header does not know is read as a number", "[interop][errors][dlpack]") {

@@ -142,7 +142,13 @@ Tensor<T, R, D> from_dlpack(D dev, DLManagedTensor* managed) {
     strides = detail::contiguous_strides(shape);
   }
   // As an integer: a producer's offset added to a pointer could leave it (undefined behaviour).
-  T* data = reinterpret_cast<T*>(reinterpret_cast<std::uintptr_t>(dl.data) + dl.byte_offset);
+  // A null data pointer stays null whatever the offset (adopt refuses it where there are
+  // elements); an offset past the end of the address space is refused here.
+  const auto base = reinterpret_cast<std::uintptr_t>(dl.data);
+  if (base != 0 && dl.byte_offset > UINTPTR_MAX - base)
+    throw Error("et: from_dlpack<" + want + ">: byte_offset " + std::to_string(dl.byte_offset) +
+                " passes the end of the address space");
+  T* data = base == 0 ? nullptr : reinterpret_cast<T*>(base + dl.byte_offset);
   // adopt checks shape, strides and pointer before it attaches the deleter: a DLPack
   // tensor it refuses stays the caller's.
   return detail::adopt("from_dlpack", dev, data, shape, strides, [managed](T*) {

@@ -82,8 +82,11 @@ Tensor<T, int(N), D> adopt(const char* operation, D, T* data, const std::array<s
     if (strides[d] < 0)
       throw ShapeError("et: " + std::string(operation) + ": negative stride " + std::to_string(strides[d]) +
                        " at axis " + std::to_string(d) + " (strides " + format_shape(strides) + ")");
-  storage_bytes(shape, strides, sizeof(T), operation);
+  const std::int64_t bytes = storage_bytes(shape, strides, sizeof(T), operation);
   check_foreign_pointer<T, D>(data, count, operation);
+  if (count > 0 && reinterpret_cast<std::uintptr_t>(data) > UINTPTR_MAX - static_cast<std::uintptr_t>(bytes))
+    throw Error("et: " + std::string(operation) + ": the layout's " + std::to_string(bytes) +
+                " bytes from the pointer pass the end of the address space");
   using Release = std::decay_t<Deleter>;
   std::function<void(void*)> release;
   if constexpr (std::is_copy_constructible_v<Release>) {
