@@ -34,6 +34,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -66,13 +67,18 @@ class Hpc {
     const et::DeviceProperties& device = et::device_properties(0);
     std::printf("device: %s\n", device.name.c_str());
     copy_limit();
-    jacobi2d();
-    conv2d9();
-    conv3d15();
-    heat3d();
-    fdtd2d();
-    gesummv_bicg();
-    cg();
+    // Each case named as it starts and synchronized as it ends: a fault is reported by the
+    // case that made it, not by a later one's first synchronization.
+    const std::pair<const char*, void (Hpc::*)()> cases[] = {
+        {"jacobi-2d", &Hpc::jacobi2d}, {"conv-2d 9-point", &Hpc::conv2d9}, {"conv-3d 15-point", &Hpc::conv3d15},
+        {"heat-3d", &Hpc::heat3d},     {"fdtd-2d", &Hpc::fdtd2d},          {"gesummv, bicg", &Hpc::gesummv_bicg},
+        {"CG", &Hpc::cg}};
+    for (const auto& [name, run_case] : cases) {
+      std::printf("case %s\n", name);
+      std::fflush(stdout);
+      (this->*run_case)();
+      et::synchronize(et::cuda<0>);
+    }
     return report(json_path, device);
   }
 
