@@ -45,7 +45,9 @@ void adopt(DLManagedTensor& managed) {
         empty = empty || t.size(d) == 0;
         last += std::uint64_t(t.size(d) > 0 ? t.size(d) - 1 : 0) * std::uint64_t(t.strides()[d]);
       }
-      if (begin != reinterpret_cast<std::uintptr_t>(dl.data) + dl.byte_offset) std::abort();
+      // (a null data pointer stays null whatever byte_offset says)
+      const auto expected = dl.data ? reinterpret_cast<std::uintptr_t>(dl.data) + dl.byte_offset : 0;
+      if (begin != expected) std::abort();
       const auto lo = reinterpret_cast<std::uintptr_t>(buffer);
       // (and few enough elements to read: stride-0 axes reach few bytes with many elements)
       if (!empty && t.numel() <= 4096 && begin >= lo && last < sizeof buffer / sizeof(T) &&
