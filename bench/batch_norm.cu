@@ -174,17 +174,6 @@ Row measure(cudnnHandle_t handle, const Shape& s, double copy_gbs, int reps) {
   return row;
 }
 
-/// Device-to-device copy bandwidth (bytes read plus written per second, in GB/s), 1 GiB.
-double copy_bandwidth_gbs(int reps) {
-  const std::int64_t n = std::int64_t{1} << 28;
-  const auto a = et::zeros<float>(et::cuda<0>, {n});
-  auto b = et::empty<float>(et::cuda<0>, {n});
-  auto copy = [&] {
-    ET_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), 4 * std::size_t(n), cudaMemcpyDeviceToDevice, bench::stream()));
-  };
-  return 2.0 * 4.0 * double(n) / (bench::median_us(copy, 3, reps) * 1e3);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,7 +194,7 @@ int main(int argc, char** argv) {
   }
   try {
     std::printf("device: %s\n", et::device_properties(0).name.c_str());
-    const double copy_gbs = copy_bandwidth_gbs(reps);
+    const double copy_gbs = bench::copy_bandwidth_gbs(reps);
     std::printf("device-to-device copy: %.0f GB/s\n", copy_gbs);
     cudnnHandle_t handle{};
     check_cudnn(cudnnCreate(&handle), "cudnnCreate");

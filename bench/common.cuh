@@ -169,6 +169,17 @@ inline Comparison compare_on_device(const float* got, const float* want, std::in
   return result;
 }
 
+/// Device-to-device copy bandwidth (bytes read plus written per second, in GB/s), 1 GiB.
+inline double copy_bandwidth_gbs(int reps) {
+  const std::int64_t n = std::int64_t{1} << 28;
+  const auto a = et::zeros<float>(et::cuda<0>, {n});
+  auto b = et::empty<float>(et::cuda<0>, {n});
+  auto copy = [&] {
+    ET_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), 4 * std::size_t(n), cudaMemcpyDeviceToDevice, bench::stream()));
+  };
+  return 2.0 * 4.0 * double(n) / (bench::median_us(copy, 3, reps) * 1e3);
+}
+
 /// A hand-written limit: z[i] = F{}(x[i], y[i], w[i]), one float4 per thread with
 /// `const __restrict__` operands (read-only loads), the thread just past the last float4
 /// finishing the n % 4 tail. F has `__device__ float operator()(float, float, float) const`.

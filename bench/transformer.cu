@@ -35,16 +35,6 @@ struct Row {
   bool ok = true;
 };
 
-double copy_bandwidth_gbs(int reps) {
-  const std::int64_t n = std::int64_t{1} << 28;
-  const auto a = et::zeros<float>(et::cuda<0>, {n});
-  auto b = et::empty<float>(et::cuda<0>, {n});
-  auto copy = [&] {
-    ET_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), 4 * std::size_t(n), cudaMemcpyDeviceToDevice, bench::stream()));
-  };
-  return 2.0 * 4.0 * double(n) / (bench::median_us(copy, 3, reps) * 1e3);
-}
-
 template <class T>
 std::vector<double> host(const et::Tensor<T, 2, Gpu>& t, std::int64_t rows) {
   return et::eval(et::cast<double>(t.slice(0, 0, std::min(rows, t.size(0))))).to_vector();
@@ -133,7 +123,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   try {
-    const double copy_gbs = copy_bandwidth_gbs(reps);
+    const double copy_gbs = bench::copy_bandwidth_gbs(reps);
     std::printf("device: %s; device-to-device copy %.0f GB/s\n\n%-22s %-18s %10s %10s %8s %10s  %s\n",
                 et::device_properties(0).name.c_str(), copy_gbs, "workload", "size", "us", "limit us", "% copy",
                 "error", "check");

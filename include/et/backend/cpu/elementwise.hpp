@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #if defined(_OPENMP)
@@ -39,6 +40,19 @@ program_t<R, Index, E> build_program(const E& expr, const std::array<std::int64_
   return make_program<R, Index>(expr, shape, materialize);
 }
 
+/// Inside a parallel region: the calling thread's contiguous share [begin, end) of n items.
+template <class Index>
+std::pair<Index, Index> thread_share(Index n) {
+  Index threads = 1, thread = 0;
+#if defined(_OPENMP)
+  threads = static_cast<Index>(omp_get_num_threads());
+  thread = static_cast<Index>(omp_get_thread_num());
+#endif
+  const Index chunk = (n + threads - 1) / threads;
+  const Index begin = std::min<Index>(n, chunk * thread);
+  return {begin, std::min<Index>(n, begin + chunk)};
+}
+
 /// Calls f(i, coordinate of i) for every linear index i < n of a row-major index space,
 /// in one parallel region: each thread walks its contiguous range like an odometer.
 template <int R, class Index, class F>
@@ -49,14 +63,7 @@ void for_each_coordinate(Index n, const Coord<R, Index>& extents, const F& f) {
   } else {
 #pragma omp parallel if (n >= parallel_threshold)
     {
-      Index threads = 1, thread = 0;
-#if defined(_OPENMP)
-      threads = static_cast<Index>(omp_get_num_threads());
-      thread = static_cast<Index>(omp_get_thread_num());
-#endif
-      const Index chunk = (n + threads - 1) / threads;
-      const Index begin = std::min<Index>(n, chunk * thread);
-      const Index end = std::min<Index>(n, begin + chunk);
+      const auto [begin, end] = thread_share(n);
       // Along the last axis in an inner loop of its own (the compiler keeps the other
       // coordinates' offsets out of it), the odometer stepped once a row.
       Coord<R, Index> c = unravel<R, Index>(begin, extents);
@@ -87,15 +94,9 @@ void run_rows(const Reader& reader, const Writer& writer, const Coord<R, Index>&
   const Index cols = extents.c[R - 1], rows = n / cols;
 #pragma omp parallel if (n >= parallel_threshold)
   {
-    Index threads = 1, thread = 0;
-#if defined(_OPENMP)
-    threads = static_cast<Index>(omp_get_num_threads());
-    thread = static_cast<Index>(omp_get_thread_num());
-#endif
     // Each thread a run of whole rows, its coordinates stepped like an odometer (a short
     // row of a 3-D stencil cannot afford R - 1 divisions).
-    const Index chunk = (rows + threads - 1) / threads;
-    const Index begin = std::min<Index>(rows, chunk * thread), end = std::min<Index>(rows, begin + chunk);
+    const auto [begin, end] = thread_share(rows);
     Coord<R, Index> c = unravel<R, Index>(begin * cols, extents);
     for (Index row = begin; row < end; ++row) {
       auto in = reader;
