@@ -139,6 +139,52 @@ void check_optimizers() {
   CHECK_THROWS_WITH(et::optim::Adam(et::optim::parameters(leaf), {.betas = {1.0, 0.9}}), Catch::Contains("betas"));
 }
 
+/// AdamW's parameter groups (GPT-2's: weight decay on the matrices only, here also a
+/// group's own learning rate) and the capturable form (step counts on the device), three
+/// steps against the host's rules per parameter; in the third form b's gradient is absent
+/// at the second step, so b counts two steps (its own bias corrections), w three.
+template <class D>
+void check_adam_groups() {
+  for (const int form : {0, 1, 2}) {
+    const bool capturable = form != 0, skip_b = form == 2;
+    CAPTURE(capturable, skip_b);
+    auto w_host = random_values<double>(12, 41, -1, 1), b_host = random_values<double>(5, 42, -1, 1);
+    auto w = et::from_vector(D{}, w_host, {3, 4});
+    auto b = et::from_vector(D{}, b_host, {5});
+    w.requires_grad_(true), b.requires_grad_(true);
+    et::optim::AdamW<double, D> opt({{.params = et::optim::parameters(w), .lr = 0.02, .weight_decay = 0.1},
+                                     {.params = et::optim::parameters(b), .weight_decay = 0.0}},
+                                    {.lr = 0.01, .betas = {0.8, 0.95}, .capturable = capturable});
+    CHECK(opt.groups() == 2);
+    HostOptimizer rw{.kind = "adamw", .lr = 0.02, .weight_decay = 0.1, .b1 = 0.8, .b2 = 0.95};
+    HostOptimizer rb{.kind = "adamw", .lr = 0.01, .weight_decay = 0.0, .b1 = 0.8, .b2 = 0.95};
+    for (int step = 0; step < 3; ++step) {
+      const bool with_b = !(skip_b && step == 1);
+      opt.zero_grad(true);
+      et::Tensor<double, 0, D> loss = et::sum(w * w * w);
+      if (with_b) loss = loss + et::sum(b * b);
+      loss.backward();
+      opt.step();
+      std::vector<double> gw(12), gb(5);
+      for (std::size_t i = 0; i < 12; ++i) gw[i] = 3 * w_host[i] * w_host[i];
+      for (std::size_t i = 0; i < 5; ++i) gb[i] = 2 * b_host[i];
+      rw.step(w_host, gw);
+      if (with_b) rb.step(b_host, gb);
+    }
+    CHECK(opt.step_count(0) == 3);
+    CHECK(opt.step_count(1) == (skip_b ? 2 : 3));
+    const auto w_got = w.detach().to_vector(), b_got = b.detach().to_vector();
+    for (std::size_t i = 0; i < 12; ++i) CHECK(w_got[i] == Approx(w_host[i]).epsilon(1e-12).margin(1e-14));
+    for (std::size_t i = 0; i < 5; ++i) CHECK(b_got[i] == Approx(b_host[i]).epsilon(1e-12).margin(1e-14));
+  }
+  auto leaf = et::ones<double>(D{}, {2});
+  leaf.requires_grad_(true);
+  CHECK_THROWS_WITH((et::optim::AdamW<double, D>({{.params = et::optim::parameters(leaf)},
+                                                  {.params = et::optim::parameters(leaf), .lr = -1.0}},
+                                                 {})),
+                    Catch::Contains("parameter group 1"));
+}
+
 /// overlap_with_backward(): updates launched during the backward, as each gradient is
 /// complete, leave every parameter exactly as step() after the backward does (the same
 /// update, element by element; SGD's folded into the GEMMs to rounding), for each optimizer; over a model (Linear, sigmoid) and over

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 TEST_CASE("optimizers follow PyTorch's update rules (CPU)", "[optim]") { test::check_optimizers<et::Cpu>(); }
+TEST_CASE("AdamW's parameter groups and its capturable form (CPU)", "[optim]") { test::check_adam_groups<et::Cpu>(); }
 TEST_CASE("clip_grad_norm_: the norm of every gradient, then scaled (CPU)", "[optim][clip]") {
   test::check_clip_grad_norm<et::Cpu>();
 }

@@ -20,6 +20,7 @@
 
 #include "et/expr/functors.hpp"
 #include "et/ops/creation.hpp"
+#include "et/optim/adam.hpp"
 #include "et/optim/optimizer.hpp"
 #include "et/runtime/allocator.hpp"
 
@@ -115,121 +116,6 @@ class SGD : public Optimizer<SGD<T, D>, T, D> {
 
   SGDOptions options_;
   std::vector<Tensor<T, 1, D>> buffers_;
-};
-
-/// Adam (PyTorch's torch.optim.Adam; AdamW with decoupled weight decay): m = b1 m +
-/// (1 - b1) g, v = b2 v + (1 - b2) g^2, p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t)
-/// + eps). Adam adds weight_decay * p to g; AdamW multiplies p by 1 - lr * weight_decay.
-struct AdamOptions {
-  double lr = 1e-3;
-  std::array<double, 2> betas{0.9, 0.999};
-  double eps = 1e-8;
-  double weight_decay = 0;
-};
-
-template <class T>
-struct AdamUpdate {
-  T beta1, beta2, step_size, bias2_sqrt, eps, weight_decay, decay_factor;
-  ET_HD void operator()(T* const* a, std::int64_t i) const {  // a: parameter, gradient, m, v
-    T p = a[0][i] * decay_factor;
-    const T g = a[1][i] + weight_decay * p;
-    const T m = beta1 * a[2][i] + (T(1) - beta1) * g;
-    const T v = beta2 * a[3][i] + (T(1) - beta2) * g * g;
-    a[2][i] = m;
-    a[3][i] = v;
-    a[0][i] = p - step_size * m / (et::detail::math::sqrt(v) / bias2_sqrt + eps);
-  }
-};
-
-template <class T, class D>
-class Adam : public Optimizer<Adam<T, D>, T, D> {
-  using Base = Optimizer<Adam<T, D>, T, D>;
-  friend Base;
-
- public:
-  using Options = AdamOptions;
-  static constexpr bool skips_on_device = false;  // the step counts are the host's
-  Adam(std::vector<Parameter<T, D>> params, AdamOptions options, bool decoupled = false)
-      : Base(std::move(params)), options_(options), decoupled_(decoupled) {
-    const auto [b1, b2] = options.betas;
-    if (!(options.lr >= 0) || !(options.eps >= 0) || !(options.weight_decay >= 0) || !(b1 >= 0 && b1 < 1) ||
-        !(b2 >= 0 && b2 < 1))
-      throw Error("et: Adam needs lr, eps, weight_decay >= 0 and betas in [0, 1)");
-    state_.resize(this->params_.size());
-  }
-  AdamOptions& options() noexcept { return options_; }
-
- private:
-  /// Updates every parameter k that has a gradient and chosen(k) (optimizer.hpp).
-  template <class Chosen>
-  void update(const Chosen& chosen) {
-#if defined(ET_HAS_CUDA_RUNTIME)
-    if (et::detail::capture_arena())
-      throw Error("et: Adam and AdamW count their steps on the host, so a step captured in a CUDA graph would "
-                  "replay the bias correction of the step it was captured at: step them outside the graph "
-                  "(SGD's steps can be captured)");
-#endif
-    const auto& params = this->params_;
-    std::vector<Tensor<T, 1, D>> grads(params.size());
-    // Each parameter counts its own steps (as PyTorch's state["step"]); parameters in one
-    // launch share the bias corrections, so one launch per distinct count.
-    std::vector<std::int64_t> counts;
-    for (std::size_t k = 0; k != params.size(); ++k) {
-      if (!chosen(k)) continue;
-      grads[k] = params[k].grad();
-      if (!grads[k].defined()) continue;
-      State& s = state_[k];
-      if (!s.m.defined()) {
-        s.m = zeros<T>(D{}, Shape<1>{params[k].numel()});
-        s.v = zeros<T>(D{}, Shape<1>{params[k].numel()});
-      }
-      ++s.step;
-      et::detail::note_stream_uses(params[k].data(), grads[k], s.m, s.v);
-      if (std::find(counts.begin(), counts.end(), s.step) == counts.end()) counts.push_back(s.step);
-    }
-    const auto [b1, b2] = options_.betas;
-    for (const std::int64_t t : counts) {
-      const double bias1 = 1 - std::pow(b1, double(t)), bias2 = 1 - std::pow(b2, double(t));
-      const double wd = options_.weight_decay;
-      const AdamUpdate<T> update{T(b1),  T(b2), T(options_.lr / bias1), T(std::sqrt(bias2)), T(options_.eps),
-                                 T(decoupled_ ? 0.0 : wd), T(decoupled_ ? 1 - options_.lr * wd : 1.0)};
-      detail::apply_all<4>(
-          params,
-          [&](std::size_t k, T* (&a)[4]) {
-            if (!grads[k].defined() || state_[k].step != t) return false;
-            a[0] = params[k].data().data();
-            a[1] = grads[k].data();
-            a[2] = state_[k].m.data();
-            a[3] = state_[k].v.data();
-            return true;
-          },
-          update);
-    }
-  }
-
-  struct State {
-    Tensor<T, 1, D> m, v;
-    std::int64_t step = 0;
-  };
-  AdamOptions options_;
-  bool decoupled_;
-  std::vector<State> state_;
-};
-
-/// AdamW (torch.optim.AdamW): Adam with decoupled weight decay, 0.01 by default.
-struct AdamWOptions {
-  double lr = 1e-3;
-  std::array<double, 2> betas{0.9, 0.999};
-  double eps = 1e-8;
-  double weight_decay = 1e-2;
-};
-
-template <class T, class D>
-class AdamW : public Adam<T, D> {
- public:
-  using Options = AdamWOptions;
-  AdamW(std::vector<Parameter<T, D>> params, AdamWOptions o)
-      : Adam<T, D>(std::move(params), AdamOptions{o.lr, o.betas, o.eps, o.weight_decay}, true) {}
 };
 
 }  // namespace et::optim
