@@ -17,6 +17,7 @@
 #include "et/derivatives/nn.hpp"
 #include "et/core.hpp"
 #include "et/ops/linalg.hpp"
+#include "et/ops/attention.hpp"
 #include "et/ops/matvec_pair.hpp"
 #include "et/ops/index.hpp"
 #include "et/ops/join.hpp"

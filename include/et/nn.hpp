@@ -14,6 +14,7 @@
 #include "et/data/loader.hpp"
 #include "et/data/tokens.hpp"
 #include "et/nn/activations.hpp"
+#include "et/nn/attention.hpp"
 #include "et/nn/clip.hpp"
 #include "et/nn/init.hpp"
 #include "et/nn/layers.hpp"

@@ -15,7 +15,8 @@ TEST_CASE("GPU: AdamW's parameter groups and its capturable form", "[optim]") { 
 TEST_CASE("GPU: a capturable AdamW's step replayed from a CUDA graph equals eager steps", "[optim][graphs]") {
   const auto s = et::Stream<Gpu>::create();
   auto run = [&](bool captured) {
-    auto w = et::randn<float>(et::cuda<0>, {300, 7}, 5), b = et::randn<float>(et::cuda<0>, {7}, 6);
+    auto w = et::randn<float>(et::cuda<0>, {300, 7}, 5);
+    auto b = et::randn<float>(et::cuda<0>, {7}, 6);
     w.requires_grad_(true), b.requires_grad_(true);
     et::optim::AdamW<float, Gpu> opt({{.params = et::optim::parameters(w), .weight_decay = 0.1},
                                       {.params = et::optim::parameters(b), .weight_decay = 0.0}},
@@ -23,7 +24,8 @@ TEST_CASE("GPU: a capturable AdamW's step replayed from a CUDA graph equals eage
     const auto x = et::randn<float>(et::cuda<0>, {4, 300}, 7);
     auto step = [&] {
       opt.zero_grad();
-      et::sum(et::tanh(et::matmul(x, w) + b)).backward();
+      const et::Tensor<float, 2, Gpu> h = et::matmul(x, w) + b;
+      et::sum(et::tanh(h)).backward();
       opt.step();
     };
     et::StreamGuard guard(s);
