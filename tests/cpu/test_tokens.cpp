@@ -93,3 +93,21 @@ TEST_CASE("token files: broken files are et::Errors naming the file and the faul
                     Contains("holds a NUL byte"));
   CHECK(et::data::read_tokens(real.path).to_vector() == std::vector<std::int64_t>{9});
 }
+TEST_CASE("ByteTokenizer: a token a byte, decode(encode(t)) == t, tokens outside [0, 256) refused", "[data][tokens]") {
+  using et::data::ByteTokenizer;
+  // UTF-8 (e with an acute accent: two bytes), a NUL and the byte 0xff: every byte a token.
+  const std::string text = std::string("In the beginning God created the heaven and the earth.\n\xc3\xa9") +
+                           std::string(1, '\0') + "\xff";
+  const auto tokens = ByteTokenizer::encode(text);
+  REQUIRE(tokens.numel() == static_cast<std::int64_t>(text.size()));
+  CHECK(tokens.data()[0] == 'I');
+  const std::int64_t n = tokens.numel();
+  CHECK(std::vector<std::int64_t>(tokens.data() + n - 4, tokens.data() + n) == std::vector<std::int64_t>{0xc3, 0xa9, 0, 0xff});
+  CHECK(ByteTokenizer::decode(tokens) == text);
+  CHECK(ByteTokenizer::decode(ByteTokenizer::encode("")).empty());
+  CHECK(ByteTokenizer::vocab_size == 256);
+  const auto bad = et::from_vector(et::Cpu{}, std::vector<std::int64_t>{65, 256}, {2});
+  CHECK_THROWS_WITH(ByteTokenizer::decode(bad), Contains("token 1 is 256, outside [0, 256)"));
+  CHECK_THROWS_WITH(ByteTokenizer::decode(et::from_vector(et::Cpu{}, std::vector<int>{-1}, {1})),
+                    Contains("token 0 is -1"));
+}

@@ -4,6 +4,7 @@
 //
 //   auto tokens = et::data::read_tokens("fineweb_train_000001.bin");   // Tensor<int64_t, 1, Cpu> [n]
 //   et::data::write_tokens("kjv.bin", tokens);                         // uint16 if every token fits
+//   auto ids = et::data::ByteTokenizer::encode(text);                 // a token a byte: vocabulary 256
 //
 // Every field is checked against the file before anything is allocated: another magic or
 // version, a negative count, a file whose length is not exactly the header's and the count's
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "et/device.hpp"
@@ -102,5 +104,31 @@ void write_tokens(const std::string& path, const Tensor<T, 1, D>& tokens) {
     put(detail::tokens_header_bytes + i * width, static_cast<std::uint32_t>(values[i]), width);
   io::write_file(path, bytes, where);
 }
+
+/// Byte-level tokens: each byte of the text (UTF-8 or anything else) is one token in [0, 256),
+/// so every text has an encoding and decode(encode(t)) == t. A small GPT's vocabulary.
+struct ByteTokenizer {
+  static constexpr std::int64_t vocab_size = 256;
+  static Tensor<std::int64_t, 1, Cpu> encode(const std::string& text) {
+    auto tokens = Tensor<std::int64_t, 1, Cpu>::allocate(Shape<1>{static_cast<std::int64_t>(text.size())});
+    for (std::size_t i = 0; i < text.size(); ++i) tokens.data()[i] = static_cast<unsigned char>(text[i]);
+    return tokens;
+  }
+  /// et::Error for a token outside [0, 256) (naming its position).
+  template <class T, class D>
+  static std::string decode(const Tensor<T, 1, D>& tokens) {
+    static_assert(std::is_integral_v<T>, "et: ByteTokenizer::decode takes integer tokens");
+    const std::vector<T> values = tokens.to_vector();
+    std::string text(values.size(), '\0');
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto v = static_cast<std::int64_t>(values[i]);
+      if (v < 0 || v >= vocab_size)
+        throw Error("et: ByteTokenizer::decode: token " + std::to_string(i) + " is " + std::to_string(v) +
+                    ", outside [0, 256)");
+      text[i] = static_cast<char>(static_cast<unsigned char>(v));
+    }
+    return text;
+  }
+};
 
 }  // namespace et::data
