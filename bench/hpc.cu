@@ -21,7 +21,8 @@
 // straightforward one element a thread) and `rows` (etensor's rows launch written by hand).
 // peers_hpc.py runs the same statements in PyTorch eager, torch.compile and CuPy.
 //
-// Usage: et_bench_hpc [--json PATH] [--reps N] [--n2 N] [--n3 N]   (exit status 1 if a check fails)
+// Usage: et_bench_hpc [--json PATH] [--reps N] [--n2 N] [--n3 N] [--only TEXT]   (exit status 1 if a
+// check fails; --only: the cases whose name contains TEXT)
 #include <et/et.hpp>
 
 #include "common.cuh"
@@ -61,7 +62,7 @@ struct RowsPath {
 
 class Hpc {
  public:
-  Hpc(int reps, int n2, int n3) : reps_(reps), n2_(n2), n3_(n3) {}
+  Hpc(int reps, int n2, int n3, std::string only) : reps_(reps), n2_(n2), n3_(n3), only_(std::move(only)) {}
 
   int run(const std::string& json_path) {
     const et::DeviceProperties& device = et::device_properties(0);
@@ -74,6 +75,7 @@ class Hpc {
         {"heat-3d", &Hpc::heat3d},     {"fdtd-2d", &Hpc::fdtd2d},          {"gesummv, bicg", &Hpc::gesummv_bicg},
         {"CG", &Hpc::cg}};
     for (const auto& [name, run_case] : cases) {
+      if (!only_.empty() && std::string(name).find(only_) == std::string::npos) continue;
       std::printf("case %s\n", name);
       std::fflush(stdout);
       (this->*run_case)();
@@ -84,6 +86,7 @@ class Hpc {
 
  private:
   int reps_, n2_, n3_;
+  std::string only_;  // run only the cases whose name contains it (empty: all)
   double copy_gbs_ = 0;
   std::vector<Row> rows_;
 
@@ -439,19 +442,21 @@ class Hpc {
 int main(int argc, char** argv) {
   std::string json_path;
   int reps = 20, n2 = 8192, n3 = 512;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (arg == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
     else if (arg == "--n2" && i + 1 < argc) n2 = std::stoi(argv[++i]);
     else if (arg == "--n3" && i + 1 < argc) n3 = std::stoi(argv[++i]);
+    else if (arg == "--only" && i + 1 < argc) only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--n2 N] [--n3 N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--n2 N] [--n3 N] [--only TEXT]\n", argv[0]);
       return 2;
     }
   }
   try {
-    return Hpc(reps, n2, n3).run(json_path);
+    return Hpc(reps, n2, n3, only).run(json_path);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "et_bench_hpc: %s\n", e.what());
     return 1;
