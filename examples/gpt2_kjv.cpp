@@ -11,6 +11,14 @@
 //   gpt2_kjv [--data data/kjv/kjv.txt] [--steps 2000] [--layers 4] [--width 256] [--heads 4]
 //            [--context 128] [--batch 32] [--lr 1e-3] [--text N (the first N bytes)]
 //            [--save model.safetensors] [--sample 200]
+//   gpt2_kjv --hf-check DIR [--layers L --width E --heads H --context T]
+//
+// --hf-check: DIR holds model.safetensors, a Hugging Face GPT2LMHeadModel of that size
+// (vocabulary 256, float, its own random initialization), and expected.safetensors, what
+// transformers computed with it (scripts/gpt2-hf-check writes both): the inputs and targets,
+// the logits, the mean cross-entropy and every parameter's gradient ("grad." + its name).
+// etensor's model loads the weights and must agree: logits and loss to 1e-4, gradients to
+// 1e-4 of each one's largest magnitude.
 #include <et/nn.hpp>
 
 #include "gpt2.hpp"
@@ -21,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -30,7 +39,7 @@
 namespace {
 
 struct Options {
-  std::string data = "data/kjv/kjv.txt", save;
+  std::string data = "data/kjv/kjv.txt", save, hf_check;
   std::int64_t steps = 2000, layers = 4, width = 256, heads = 4, context = 128, batch = 32, text = 0, sample = 200;
   double lr = 1e-3;
 };
@@ -76,6 +85,63 @@ std::pair<et::Tensor<std::int64_t, 2, D>, et::Tensor<std::int64_t, 2, D>> window
     std::copy_n(tokens.begin() + at + 1, context, y.begin() + b * context);
   }
   return {et::from_vector(et::cpu, x, {batch, context}).to(D{}), et::from_vector(et::cpu, y, {batch, context}).to(D{})};
+}
+
+/// A tensor of expected.safetensors as a vector of T (its dtype checked).
+template <class T>
+std::vector<T> values_of(const et::io::SafeTensorsFile& file, const std::string& name, const char* dtype) {
+  const auto found = file.tensors.find(name);
+  if (found == file.tensors.end() || found->second.dtype != dtype)
+    throw et::Error("gpt2_kjv: the expected values have no " + std::string(dtype) + " tensor \"" + name + "\"");
+  std::vector<T> out(found->second.bytes.size() / sizeof(T));
+  std::memcpy(out.data(), found->second.bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+/// The largest |got - want| over the largest |want| (1 where all are smaller).
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  double worst = 0, scale = 1;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])));
+    scale = std::max(scale, std::fabs(double(want[i])));
+  }
+  return worst / scale;
+}
+
+template <et::Device D>
+int hf_check(D dev, const Options& o) {
+  const gpt2::Config config{.vocab_size = 256, .n_positions = o.context, .n_embd = o.width, .n_layer = o.layers,
+                            .n_head = o.heads};
+  gpt2::Model<float, D> model(dev, config, 5);
+  et::nn::load(model, o.hf_check + "/model.safetensors");
+  const auto expected = et::io::read_safetensors(o.hf_check + "/expected.safetensors");
+  const auto shape = expected.tensors.at("input_ids").shape;
+  if (shape.size() != 2) throw et::Error("gpt2_kjv: input_ids must be [B, T]");
+  const auto tokens = et::from_vector(et::cpu, values_of<std::int64_t>(expected, "input_ids", "I64"), {shape[0], shape[1]});
+  const auto targets = et::from_vector(et::cpu, values_of<std::int64_t>(expected, "targets", "I64"), {shape[0], shape[1]});
+  const et::Tensor<float, 3, D> logits = model.forward(tokens.to(dev));
+  const double logits_error = relative_error(logits.to_vector(), values_of<float>(expected, "logits", "F32"));
+  const std::int64_t n = shape[0] * shape[1];
+  const auto loss = et::nn::cross_entropy(logits.reshape({n, logits.size(2)}), targets.to(dev).reshape({n}));
+  const double loss_error = std::fabs(loss.item() - double(values_of<float>(expected, "loss", "F32").at(0)));
+  loss.backward();
+  double grad_error = 0;
+  std::string worst;
+  et::nn::for_each_tensor(model, [&](const std::string& name, const auto& t) {
+    using V = std::remove_cvref_t<decltype(t)>;
+    if constexpr (std::is_same_v<typename V::value_type, float>) {
+      if (!t.requires_grad()) return;
+      const double e = relative_error(t.grad().to_vector(), values_of<float>(expected, "grad." + name, "F32"));
+      if (e >= grad_error) grad_error = e, worst = name;
+    }
+  });
+  const bool ok = logits_error <= 1e-4 && loss_error <= 1e-4 && grad_error <= 1e-4;
+  std::printf("Hugging Face's GPT2LMHeadModel (%lld layers, width %lld, %lld heads) on %s: logits %.2e, loss %.2e, "
+              "gradients %.2e (worst: %s) of their scale apart: %s\n",
+              static_cast<long long>(o.layers), static_cast<long long>(o.width), static_cast<long long>(o.heads),
+              et::device_name<D>.c_str(), logits_error, loss_error, grad_error, worst.c_str(), ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
 }
 
 template <et::Device D>
@@ -171,6 +237,7 @@ int main(int argc, char** argv) {
     if (i + 1 >= argc) ok = false;
     else if (key == "--data") o.data = value;
     else if (key == "--save") o.save = value;
+    else if (key == "--hf-check") o.hf_check = value;
     else if (key == "--steps") o.steps = std::atoll(value.c_str());
     else if (key == "--layers") o.layers = std::atoll(value.c_str());
     else if (key == "--width") o.width = std::atoll(value.c_str());
@@ -187,9 +254,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: gpt2_kjv [--data data/kjv/kjv.txt] [--steps >= 1] [--layers >= 0] [--width >= 1] [--heads "
                  "(dividing the width)] [--context >= 1] [--batch >= 1] [--lr > 0] [--text >= 0] [--save path] "
-                 "[--sample >= 0]\n");
+                 "[--sample >= 0] [--hf-check DIR]\n");
     return 2;
   }
+  if (!o.hf_check.empty()) return et::try_gpu([&](auto dev) { return hf_check(dev, o); });
   const Text text = read_text(o.data, o.text);
   return et::try_gpu([&](auto dev) { return run(dev, text, o); });
 }
