@@ -212,6 +212,16 @@ int run(D dev, const Text& text, const Options& o) {
     }
     std::printf("sample: %s\n", Tokenizer::decode(et::from_vector(et::cpu, context, {static_cast<std::int64_t>(context.size())})).c_str());
   }
+  // A sequence longer than the positional table is refused with a clear error.
+  bool refused = false;
+  try {
+    const std::vector<std::int64_t> long_window(static_cast<std::size_t>(o.context + 1), 0);
+    model.forward(et::from_vector(et::cpu, long_window, {1, o.context + 1}).to(dev));
+  } catch (const et::ShapeError& e) {
+    refused = std::string(e.what()).find("longer than the") != std::string::npos;
+  }
+  std::printf("a window of %lld tokens (the table has %lld positions): %s\n", static_cast<long long>(o.context + 1),
+              static_cast<long long>(o.context), refused ? "refused, as it must be" : "NOT REFUSED");
   // Saved in Hugging Face's names, read back into a new model: the same logits.
   const std::string path = o.save.empty() ? "gpt2_kjv.safetensors" : o.save;
   et::nn::save(model, path);
@@ -223,7 +233,7 @@ int run(D dev, const Text& text, const Options& o) {
     const bool same = model.forward(x).to_vector() == loaded.forward(x).to_vector();
     std::printf("saved to %s and read back: the logits %s\n", path.c_str(), same ? "agree" : "DIFFER");
     if (o.save.empty()) std::remove(path.c_str());
-    return ok && same ? 0 : 1;
+    return ok && same && refused ? 0 : 1;
   }
 }
 
