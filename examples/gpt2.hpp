@@ -83,10 +83,10 @@ struct Attention : et::nn::Module<Attention<T, D>> {
     const std::int64_t b = x.size(0), t = x.size(1), e = x.size(2), dh = e / n_head;
     const et::Tensor<TX, 3, D> qkv = c_attn(x);  // [B, T, 3E]
     const auto head = [&](std::int64_t part) {  // [B, T, E] slice -> [B, H, T, Dh]
-      return qkv.slice(2, part * e, (part + 1) * e).contiguous().reshape({b, t, n_head, dh}).permute({0, 2, 1, 3});
+      return qkv.slice(2, part * e, (part + 1) * e).reshape({b, t, n_head, dh}).permute({0, 2, 1, 3});  // views
     };
     const et::Tensor<TX, 4, D> o = et::scaled_dot_product_attention(head(0), head(1), head(2), {.causal = true});
-    const et::Tensor<TX, 3, D> merged = o.permute({0, 2, 1, 3}).contiguous().reshape({b, t, e});
+    const et::Tensor<TX, 3, D> merged = o.permute({0, 2, 1, 3}).reshape({b, t, e});
     return c_proj(merged);
   }
 };

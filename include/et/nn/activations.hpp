@@ -78,9 +78,7 @@ class Dropout : public Module<Dropout> {
   Tensor<T, R, D> forward(const Tensor<T, R, D>& x) {
     if (!is_training() || p_ == 0.0) return x;
     if (p_ == 1.0) return Tensor<T, R, D>(x * T(0));
-    using Gen = et::detail::UniformGenerator<float>;
-    const et::detail::GeneratorExpr<Gen, R, D> u(Gen{detail::derive_seed(seed_, calls_++)}, x.shape());
-    return Tensor<T, R, D>(where(u < static_cast<float>(p_), T(0), x * T(1.0 / (1.0 - p_))));
+    return et::detail::dropout(x, p_, detail::derive_seed(seed_, calls_++));
   }
 
  private:

@@ -106,13 +106,11 @@ class MultiheadAttention : public Module<MultiheadAttention<T, D>> {
     if constexpr (std::is_same_v<D, DX> && detail::takes_activation_v<T, TX>) {
       if constexpr (detail::autocasts_v<T, TX>) {
         if (const auto low = amp::detail::state().low; low != amp::detail::Low::none) {
-          if (self)
-            return detail::autocast_float(low, query, [&](const auto& xl) { return attend(xl, xl, xl, call, true); });
-          const auto run = [&](const auto& q) {
+          return detail::autocast_float(low, query, [&](const auto& q) {
+            if (self) return attend(q, q, q, call, true);
             using Low = typename std::remove_cvref_t<decltype(q)>::value_type;
             return attend(q, Tensor<Low, 3, D>(cast<Low>(key)), Tensor<Low, 3, D>(cast<Low>(value)), call, false);
-          };
-          return detail::autocast_float(low, query, run);
+          });
         }
       }
       if (!in_proj_weight.defined()) throw Error("et: MultiheadAttention: called before it was constructed with its sizes");
@@ -130,7 +128,7 @@ class MultiheadAttention : public Module<MultiheadAttention<T, D>> {
       const Tensor<TX, 1, D> b =
           in_proj_bias.defined() ? detail::in_type<TX>(in_proj_bias, "MultiheadAttention") : Tensor<TX, 1, D>{};
       const auto project = [&](const Tensor<TX, 3, D>& x, std::int64_t from, std::int64_t to) {
-        const Tensor<TX, 2, D> flat = x.contiguous().reshape({x.size(0) * x.size(1), e});
+        const Tensor<TX, 2, D> flat = x.reshape({x.size(0) * x.size(1), e});
         const auto wt = w.slice(0, from, to).transpose(0, 1);
         if (b.defined()) return Tensor<TX, 2, D>(matmul(flat, wt) + b.slice(0, from, to));
         return Tensor<TX, 2, D>(matmul(flat, wt));
@@ -146,8 +144,8 @@ class MultiheadAttention : public Module<MultiheadAttention<T, D>> {
       const Tensor<TX, 4, D> o = scaled_dot_product_attention(
           q, k, v, {.causal = call.causal, .dropout_p = p, .seed = p > 0 ? detail::derive_seed(seed_, calls_++) : 0});
       // [B, H, T, Dh] -> [T, B, H, Dh] (or [B, T, H, Dh]) -> [T B, E] -> out_proj.
-      const Tensor<TX, 4, D> back = options.batch_first ? o.permute({0, 2, 1, 3}).contiguous() : o.permute({2, 0, 1, 3}).contiguous();
-      const Tensor<TX, 2, D> merged = back.reshape({back.size(0) * back.size(1), e});
+      const Tensor<TX, 4, D> back = options.batch_first ? o.permute({0, 2, 1, 3}) : o.permute({2, 0, 1, 3});
+      const Tensor<TX, 2, D> merged = back.reshape({back.size(0) * back.size(1), e});  // the one copy
       return out_proj(merged).reshape({back.size(0), back.size(1), e});
     } else {
       return {};
@@ -158,7 +156,7 @@ class MultiheadAttention : public Module<MultiheadAttention<T, D>> {
   template <class TX>
   Tensor<TX, 4, D> heads(const Tensor<TX, 2, D>& projected, const Tensor<TX, 3, D>& x) const {
     const std::int64_t dh = embed_dim / num_heads;
-    const Tensor<TX, 4, D> split = projected.contiguous().reshape({x.size(0), x.size(1), num_heads, dh});
+    const Tensor<TX, 4, D> split = projected.reshape({x.size(0), x.size(1), num_heads, dh});  // a view
     return options.batch_first ? split.permute({0, 2, 1, 3}) : split.permute({1, 2, 0, 3});
   }
 

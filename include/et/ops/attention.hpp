@@ -26,7 +26,6 @@
 #include "et/exec/assign.hpp"
 #include "et/ops/creation.hpp"
 #include "et/ops/linalg.hpp"
-#include "et/ops/random.hpp"
 #include "et/ops/softmax.hpp"
 #include "et/runtime/error.hpp"
 #include "et/tensor.hpp"
@@ -88,9 +87,9 @@ Tensor<T, 4, D> composed_attention(const Tensor<T, 4, D>& q, const Tensor<T, 4, 
   const std::int64_t batch = q.size(0), heads = q.size(1), tq = q.size(2), dh = q.size(3), tk = k.size(2),
                      dv = v.size(3);
   const double scale = o.scale.value_or(dh > 0 ? 1.0 / std::sqrt(static_cast<double>(dh)) : 1.0);
-  const Tensor<T, 3, D> q3 = q.contiguous().reshape({batch * heads, tq, dh});
-  const Tensor<T, 3, D> k3 = k.contiguous().reshape({batch * heads, tk, dh});
-  const Tensor<T, 3, D> v3 = v.contiguous().reshape({batch * heads, tk, dv});
+  const Tensor<T, 3, D> q3 = q.reshape({batch * heads, tq, dh});
+  const Tensor<T, 3, D> k3 = k.reshape({batch * heads, tk, dh});
+  const Tensor<T, 3, D> v3 = v.reshape({batch * heads, tk, dv});
   const Tensor<T, 3, D> scores = matmul(q3, k3.transpose(1, 2));
   const Tensor<T, 3, D> weights = [&]() -> Tensor<T, 3, D> {
     if (!o.causal) return softmax(scores * T(scale), 2);
@@ -98,12 +97,7 @@ Tensor<T, 4, D> composed_attention(const Tensor<T, 4, D>& q, const Tensor<T, 4, 
     const auto col = arange<std::int64_t>(D{}, tk).reshape({1, 1, tk});
     return softmax(where(col <= row, scores * T(scale), T(-std::numeric_limits<float>::infinity())), 2);
   }();
-  const Tensor<T, 3, D> kept = [&]() -> Tensor<T, 3, D> {
-    if (o.dropout_p == 0) return weights;
-    using Gen = UniformGenerator<float>;
-    const GeneratorExpr<Gen, 3, D> u(Gen{o.seed}, weights.shape());
-    return where(u < static_cast<float>(o.dropout_p), T(0), weights * T(1.0 / (1.0 - o.dropout_p)));
-  }();
+  const Tensor<T, 3, D> kept = o.dropout_p == 0 ? weights : dropout(weights, o.dropout_p, o.seed);
   const Tensor<T, 3, D> out = matmul(kept, v3);
   return out.reshape({batch, heads, tq, dv});
 }

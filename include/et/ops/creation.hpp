@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "et/exec/assign.hpp"
+#include "et/expr/operators.hpp"
 #include "et/ops/random.hpp"
 
 namespace et {
@@ -29,6 +30,16 @@ Tensor<T, R, D> generate(const Shape<R>& shape, Gen gen) {
   Tensor<T, R, D> out = Tensor<T, R, D>::allocate(shape);
   assign(out, GeneratorExpr<Gen, R, D>(gen, shape));
   return out;
+}
+
+/// x with each element dropped (zero) with probability p, 0 < p < 1, and the others scaled by
+/// 1 / (1 - p); the mask is element i's uniform of seed's counter-based stream (nn::Dropout,
+/// scaled_dot_product_attention's dropout).
+template <class T, int R, class D>
+Tensor<T, R, D> dropout(const Tensor<T, R, D>& x, double p, std::uint64_t seed) {
+  using Gen = UniformGenerator<float>;
+  const GeneratorExpr<Gen, R, D> u(Gen{seed}, x.shape());
+  return where(u < static_cast<float>(p), T(0), x * T(1.0 / (1.0 - p)));
 }
 
 /// start + i * step, accumulated in double for floating types and int64 for integers.
